@@ -1,0 +1,310 @@
+//! Client arguments: the rules declared once at each argument, enforced before the handler
+//! runs, and rendered into the input schema from the same values (see [`super::schema`]).
+
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+/// The declared rules of one argument. `None` means "no such rule".
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ArgRules {
+    /// Trim whitespace from the string (or from each string item) before every other rule.
+    pub trim: bool,
+    /// The string must hold no control characters (so no line breaks).
+    pub single_line: bool,
+    /// Fewest characters of a string (Unicode scalar values, not bytes).
+    pub min_len: Option<usize>,
+    /// Most characters of a string.
+    pub max_len: Option<usize>,
+    /// Fewest items of a list.
+    pub min_items: Option<usize>,
+    /// Most items of a list.
+    pub max_items: Option<usize>,
+    /// Fewest characters of each string item of a list.
+    pub item_min_len: Option<usize>,
+    /// Most characters of each string item of a list.
+    pub item_max_len: Option<usize>,
+    /// Smallest number allowed.
+    pub min: Option<f64>,
+    /// Largest number allowed.
+    pub max: Option<f64>,
+}
+
+/// One argument as declared on a handler fn: name, description, rules, default and type.
+#[derive(Clone, Copy)]
+pub struct ArgSpec {
+    /// The JSON property name.
+    pub name: &'static str,
+    /// The doc comment of the argument.
+    pub description: &'static str,
+    /// The declared constraints.
+    pub rules: ArgRules,
+    /// The default used when the client omits the argument; `None` makes it required.
+    pub default: Option<fn() -> Value>,
+    /// The JSON Schema of the argument's Rust type, before the rules are added.
+    pub schema: fn(&mut SchemaGenerator) -> Schema,
+    /// Whether a JSON value deserializes into the argument's Rust type.
+    pub accepts: fn(&Value) -> bool,
+}
+
+impl fmt::Debug for ArgSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ArgSpec")
+            .field("name", &self.name)
+            .field("rules", &self.rules)
+            .field("required", &self.default.is_none())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every problem found in one set of arguments, in declaration order, unknown fields last.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct InvalidArguments {
+    problems: Vec<(String, String)>,
+}
+
+impl InvalidArguments {
+    fn push(&mut self, field: impl Into<String>, rule: impl Into<String>) {
+        self.problems.push((field.into(), rule.into()));
+    }
+
+    /// The `(field, rule)` pairs.
+    pub fn problems(&self) -> &[(String, String)] {
+        &self.problems
+    }
+}
+
+impl fmt::Display for InvalidArguments {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("invalid arguments: ")?;
+        for (index, (field, rule)) in self.problems.iter().enumerate() {
+            if index > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{field}: {rule}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for InvalidArguments {}
+
+/// Checks `arguments` against `specs` and returns one normalised value per spec (trimmed,
+/// defaults filled in), or every problem found.
+pub fn validate_args(
+    specs: &[ArgSpec],
+    arguments: Option<Map<String, Value>>,
+) -> Result<Vec<Value>, InvalidArguments> {
+    let mut arguments = arguments.unwrap_or_default();
+    let mut invalid = InvalidArguments::default();
+    let mut values = Vec::with_capacity(specs.len());
+    for spec in specs {
+        // A JSON null is taken as "not given": several clients send null for omitted
+        // optional arguments.
+        let given = arguments.remove(spec.name).filter(|v| !v.is_null());
+        let value = match (given, spec.default) {
+            (Some(value), _) => value,
+            (None, Some(default)) => {
+                values.push(default());
+                continue;
+            }
+            (None, None) => {
+                invalid.push(spec.name, "required");
+                values.push(Value::Null);
+                continue;
+            }
+        };
+        values.push(check_value(spec, value, &mut invalid));
+    }
+    let mut unknown: Vec<String> = arguments.into_iter().map(|(key, _)| key).collect();
+    unknown.sort();
+    for key in unknown {
+        invalid.push(key, "unknown field");
+    }
+    if invalid.problems.is_empty() {
+        Ok(values)
+    } else {
+        Err(invalid)
+    }
+}
+
+fn check_value(spec: &ArgSpec, mut value: Value, invalid: &mut InvalidArguments) -> Value {
+    let rules = &spec.rules;
+    if rules.trim {
+        trim_strings(&mut value);
+    }
+    if !(spec.accepts)(&value) {
+        invalid.push(spec.name, type_rule(spec));
+        return value;
+    }
+    match &value {
+        Value::String(text) => check_text(spec.name, text, rules.min_len, rules.max_len, rules.single_line, invalid),
+        Value::Array(items) => {
+            if let Some(min) = rules.min_items
+                && items.len() < min
+            {
+                invalid.push(spec.name, format!("must have at least {}", plural(min, "item")));
+            }
+            if let Some(max) = rules.max_items
+                && items.len() > max
+            {
+                invalid.push(spec.name, format!("must have at most {}", plural(max, "item")));
+            }
+            for (index, item) in items.iter().enumerate() {
+                if let Value::String(text) = item {
+                    let field = format!("{}[{index}]", spec.name);
+                    check_text(&field, text, rules.item_min_len, rules.item_max_len, false, invalid);
+                }
+            }
+        }
+        Value::Number(number) => {
+            if let Some(n) = number.as_f64() {
+                if let Some(min) = rules.min
+                    && n < min
+                {
+                    invalid.push(spec.name, format!("must be at least {}", number_text(min)));
+                }
+                if let Some(max) = rules.max
+                    && n > max
+                {
+                    invalid.push(spec.name, format!("must be at most {}", number_text(max)));
+                }
+            }
+        }
+        _ => {}
+    }
+    value
+}
+
+fn check_text(
+    field: &str,
+    text: &str,
+    min_len: Option<usize>,
+    max_len: Option<usize>,
+    single_line: bool,
+    invalid: &mut InvalidArguments,
+) {
+    let chars = text.chars().count();
+    if let Some(min) = min_len
+        && chars < min
+    {
+        invalid.push(field, format!("must be at least {}", plural(min, "character")));
+    }
+    if let Some(max) = max_len
+        && chars > max
+    {
+        invalid.push(field, format!("must be at most {}", plural(max, "character")));
+    }
+    if single_line && text.chars().any(char::is_control) {
+        invalid.push(field, "must be one line without control characters");
+    }
+}
+
+fn trim_strings(value: &mut Value) {
+    match value {
+        Value::String(text) => {
+            let trimmed = text.trim();
+            if trimmed.len() != text.len() {
+                *text = trimmed.to_string();
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(trim_strings),
+        _ => {}
+    }
+}
+
+/// "must be a string", "must be an array of strings", ... from the type's own schema.
+fn type_rule(spec: &ArgSpec) -> String {
+    let mut generator = super::schema::settings().into_generator();
+    let schema = (spec.schema)(&mut generator);
+    format!("must be {}", describe_type(schema.as_value(), 0))
+}
+
+fn describe_type(schema: &Value, depth: usize) -> String {
+    let kind = |name: &str| match name {
+        "string" => "a string",
+        "integer" => "an integer",
+        "number" => "a number",
+        "boolean" => "a boolean",
+        "array" => "an array",
+        "object" => "an object",
+        "null" => "null",
+        _ => "a value of the declared type",
+    };
+    match schema.get("type") {
+        Some(Value::String(name)) if name == "array" && depth == 0 => {
+            match schema.get("items").and_then(|items| items.get("type")) {
+                Some(Value::String(item)) => format!("an array of {}s", kind(item).trim_start_matches("an ").trim_start_matches("a ")),
+                _ => "an array".into(),
+            }
+        }
+        Some(Value::String(name)) => {
+            let minimum = schema.get("minimum").and_then(Value::as_f64);
+            if name == "integer" && minimum == Some(0.0) {
+                "a non-negative integer".into()
+            } else {
+                kind(name).into()
+            }
+        }
+        Some(Value::Array(names)) => names
+            .iter()
+            .filter_map(Value::as_str)
+            .map(kind)
+            .collect::<Vec<_>>()
+            .join(" or "),
+        _ => match schema.get("enum").and_then(Value::as_array) {
+            Some(options) => format!(
+                "one of {}",
+                options.iter().map(Value::to_string).collect::<Vec<_>>().join(", ")
+            ),
+            None => "a value of the declared type".into(),
+        },
+    }
+}
+
+fn plural(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
+fn number_text(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        format!("{}", n as i64)
+    } else {
+        n.to_string()
+    }
+}
+
+/// Deserializes one validated value. Validation already proved it fits, so an error here
+/// means the declaration and the type disagree; it is still reported, never a panic.
+pub fn from_validated<T: DeserializeOwned>(
+    value: Option<Value>,
+    spec: &ArgSpec,
+) -> Result<T, InvalidArguments> {
+    serde_json::from_value(value.unwrap_or(Value::Null)).map_err(|_| {
+        let mut invalid = InvalidArguments::default();
+        invalid.push(spec.name, type_rule(spec));
+        invalid
+    })
+}
+
+/// The schema of `T` as an argument type.
+pub fn arg_schema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
+}
+
+/// Whether `value` deserializes into `T`.
+pub fn arg_accepts<T: DeserializeOwned>(value: &Value) -> bool {
+    T::deserialize(value).is_ok()
+}
+
+/// A default value as JSON, for the schema's `default` and for omitted arguments.
+pub fn default_json<T: Serialize>(value: T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}

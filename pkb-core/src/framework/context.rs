@@ -1,0 +1,183 @@
+//! The context a handler receives: the store, and the connection to the client that called.
+
+// Sampling, logging and subscriptions are deprecated only for the stateless 2026-07-28
+// revision, which PKB does not serve (see `supported_protocol_versions`).
+#![allow(deprecated)]
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, LoggingLevel, LoggingMessageNotificationParam,
+    ResourceUpdatedNotificationParam,
+};
+use rmcp::{Peer, RoleServer};
+use serde_json::Value;
+
+use crate::store::Store;
+
+/// What one handler call can reach. Taken as `ctx: &Context` by any tool, resource, prompt or
+/// completion fn; the macros recognise it by type.
+#[derive(Clone)]
+pub struct Context {
+    store: Store,
+    session: Arc<Session>,
+    peer: Option<Peer<RoleServer>>,
+    sampling: bool,
+}
+
+/// Per-connection state shared by every request of one client: its resource subscriptions and
+/// the logging level it asked for.
+#[derive(Debug, Default)]
+pub struct Session {
+    subscriptions: Mutex<HashSet<String>>,
+    log_level: Mutex<Option<LoggingLevel>>,
+}
+
+impl Session {
+    /// Subscribes the client to updates of `uri`.
+    pub fn subscribe(&self, uri: &str) {
+        lock(&self.subscriptions).insert(uri.to_string());
+    }
+
+    /// Ends the client's subscription to `uri`.
+    pub fn unsubscribe(&self, uri: &str) {
+        lock(&self.subscriptions).remove(uri);
+    }
+
+    /// Whether the client subscribed to `uri`.
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        lock(&self.subscriptions).contains(uri)
+    }
+
+    /// Records the least severe level the client wants log messages for.
+    pub fn set_log_level(&self, level: LoggingLevel) {
+        *lock(&self.log_level) = Some(level);
+    }
+
+    fn wants_log(&self, level: LoggingLevel) -> bool {
+        lock(&self.log_level).is_some_and(|min| severity(level) >= severity(min))
+    }
+}
+
+fn severity(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+/// A poisoned lock only means another request panicked mid-update of a plain set; the data is
+/// still usable, and one bad request must not stop the server.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Why a sampling request produced no message.
+#[derive(Debug, thiserror::Error)]
+pub enum SamplingError {
+    /// The client did not declare the sampling capability (or there is no client).
+    #[error("the client does not support sampling")]
+    Unsupported,
+    /// The client did not answer in time.
+    #[error("the client did not answer within {0:?}")]
+    TimedOut(Duration),
+    /// The client answered with an error, or the connection failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl Context {
+    /// A context for a request from a connected client.
+    pub fn new(store: Store, session: Arc<Session>, peer: Option<Peer<RoleServer>>, sampling: bool) -> Self {
+        Self { store, session, peer, sampling }
+    }
+
+    /// A context with no client attached, as for the `call` command line: sampling is
+    /// unavailable and notifications go nowhere.
+    pub fn detached(store: Store) -> Self {
+        Self::new(store, Arc::default(), None, false)
+    }
+
+    /// The note store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The client connection, when there is one.
+    pub fn peer(&self) -> Option<&Peer<RoleServer>> {
+        self.peer.as_ref()
+    }
+
+    /// This client's session state.
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
+    /// Whether the client declared the sampling capability.
+    pub fn client_supports_sampling(&self) -> bool {
+        self.sampling && self.peer.is_some()
+    }
+
+    /// Asks the client's model for a message, giving up after `timeout` so a silent client
+    /// cannot hang the call.
+    pub async fn sample(
+        &self,
+        params: CreateMessageRequestParams,
+        timeout: Duration,
+    ) -> Result<CreateMessageResult, SamplingError> {
+        let peer = match (&self.peer, self.sampling) {
+            (Some(peer), true) => peer,
+            _ => return Err(SamplingError::Unsupported),
+        };
+        #[allow(deprecated)] // sampling is deprecated only for the stateless 2026 revision
+        let request = peer.create_message(params);
+        match tokio::time::timeout(timeout, request).await {
+            Err(_) => Err(SamplingError::TimedOut(timeout)),
+            Ok(Err(error)) => Err(SamplingError::Failed(error.to_string())),
+            Ok(Ok(result)) => Ok(result),
+        }
+    }
+
+    /// Tells the client that `uri` changed, when it subscribed to it.
+    pub async fn resource_updated(&self, uri: &str) {
+        if let Some(peer) = &self.peer
+            && self.session.is_subscribed(uri)
+            && let Err(error) = peer
+                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                .await
+        {
+            tracing::debug!(%error, uri, "could not send resources/updated");
+        }
+    }
+
+    /// Tells the client that the list of resources changed.
+    pub async fn resource_list_changed(&self) {
+        if let Some(peer) = &self.peer
+            && let Err(error) = peer.notify_resource_list_changed().await
+        {
+            tracing::debug!(%error, "could not send resources/list_changed");
+        }
+    }
+
+    /// Sends a log message to the client, if it asked for this level with logging/setLevel.
+    pub async fn log(&self, level: LoggingLevel, data: Value) {
+        if let Some(peer) = &self.peer
+            && self.session.wants_log(level)
+        {
+            let mut params = LoggingMessageNotificationParam::new(level, data);
+            params.logger = Some("pkb".into());
+            #[allow(deprecated)] // logging is deprecated only for the stateless 2026 revision
+            if let Err(error) = peer.notify_logging_message(params).await {
+                tracing::debug!(%error, "could not send a log message");
+            }
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! The declarative framework behind `#[pkb_tool]`, `#[pkb_resource]` and `#[pkb_prompt]`:
+//! what the generated code registers, validates with and answers through.
+
+pub mod args;
+pub mod checks;
+pub mod context;
+pub mod prompt;
+pub mod registry;
+pub mod resource;
+pub mod schema;
+pub mod tool;

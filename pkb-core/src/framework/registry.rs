@@ -1,0 +1,277 @@
+//! The registry: every tool, resource and prompt that linked crates declared, collected once,
+//! sorted by name, with their MCP descriptions computed once.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rmcp::model::{
+    CallToolResult, JsonObject, Prompt, PromptArgument, PromptMessage, Resource, ResourceTemplate,
+    Tool, ToolAnnotations,
+};
+
+use super::context::Context;
+use super::prompt::{PromptDef, PromptError};
+use super::resource::{ResourceDef, ResourceError};
+use super::schema::input_schema;
+use super::tool::{ToolDef, tool_error};
+
+/// A completion provider: the context and the typed prefix, to at most 100 values.
+pub type CompleteFn = fn(Context, String) -> BoxFuture<'static, Vec<String>>;
+
+/// A completion provider attached to a template variable or prompt argument.
+#[derive(Debug)]
+pub struct CompletionDef {
+    /// The variable or argument it completes.
+    pub argument: &'static str,
+    /// The provider.
+    pub complete: CompleteFn,
+}
+
+/// Submitted by each `#[pkb_tool]` expansion.
+pub struct ToolRegistration(pub &'static ToolDef);
+/// Submitted by each `#[pkb_resource]` expansion.
+pub struct ResourceRegistration(pub &'static ResourceDef);
+/// Submitted by each `#[pkb_prompt]` expansion.
+pub struct PromptRegistration(pub &'static PromptDef);
+
+inventory::collect!(ToolRegistration);
+inventory::collect!(ResourceRegistration);
+inventory::collect!(PromptRegistration);
+
+/// Two declarations with one name: a build mistake, reported at startup.
+#[derive(Debug, thiserror::Error)]
+#[error("two {kind}s are named `{name}`: rename one with `name = \"...\"`")]
+pub struct DuplicateName {
+    kind: &'static str,
+    name: String,
+}
+
+/// Every registered tool, resource and prompt.
+pub struct Registry {
+    tools: BTreeMap<&'static str, (&'static ToolDef, Tool)>,
+    resources: Vec<&'static ResourceDef>,
+    prompts: BTreeMap<&'static str, &'static PromptDef>,
+}
+
+/// The most values a completion answers with, as the MCP spec allows.
+pub const MAX_COMPLETIONS: usize = 100;
+
+impl Registry {
+    /// Collects what every linked crate declared.
+    pub fn collect() -> Result<Self, DuplicateName> {
+        Self::from_defs(
+            inventory::iter::<ToolRegistration>.into_iter().map(|r| r.0),
+            inventory::iter::<ResourceRegistration>.into_iter().map(|r| r.0),
+            inventory::iter::<PromptRegistration>.into_iter().map(|r| r.0),
+        )
+    }
+
+    /// Builds a registry from explicit definitions.
+    pub fn from_defs(
+        tools: impl IntoIterator<Item = &'static ToolDef>,
+        resources: impl IntoIterator<Item = &'static ResourceDef>,
+        prompts: impl IntoIterator<Item = &'static PromptDef>,
+    ) -> Result<Self, DuplicateName> {
+        let mut registry = Self {
+            tools: BTreeMap::new(),
+            resources: Vec::new(),
+            prompts: BTreeMap::new(),
+        };
+        for def in tools {
+            if registry.tools.insert(def.name, (def, describe_tool(def))).is_some() {
+                return Err(DuplicateName { kind: "tool", name: def.name.into() });
+            }
+        }
+        for def in resources {
+            if registry.resources.iter().any(|r| r.uri == def.uri || r.name == def.name) {
+                return Err(DuplicateName { kind: "resource", name: def.name.into() });
+            }
+            registry.resources.push(def);
+        }
+        registry.resources.sort_by_key(|r| r.uri);
+        for def in prompts {
+            if registry.prompts.insert(def.name, def).is_some() {
+                return Err(DuplicateName { kind: "prompt", name: def.name.into() });
+            }
+        }
+        Ok(registry)
+    }
+
+    /// The tools as MCP describes them, sorted by name.
+    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
+        self.tools.values().map(|(_, tool)| tool)
+    }
+
+    /// One tool's definition.
+    pub fn tool(&self, name: &str) -> Option<&'static ToolDef> {
+        self.tools.get(name).map(|(def, _)| *def)
+    }
+
+    /// One tool as MCP describes it.
+    pub fn tool_description(&self, name: &str) -> Option<&Tool> {
+        self.tools.get(name).map(|(_, tool)| tool)
+    }
+
+    /// Runs a tool. `None` when no tool has that name. A panic in the handler becomes an
+    /// `isError` result: it never reaches the protocol.
+    pub async fn call_tool(
+        &self,
+        ctx: Context,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Option<CallToolResult> {
+        let def = self.tool(name)?;
+        let call = AssertUnwindSafe((def.call)(ctx, arguments)).catch_unwind();
+        Some(call.await.unwrap_or_else(|_| {
+            tracing::error!(tool = def.name, "tool handler panicked");
+            tool_error(format!("internal error: the `{}` tool failed unexpectedly", def.name))
+        }))
+    }
+
+    /// Resources with a fixed URI.
+    pub fn static_resources(&self) -> impl Iterator<Item = Resource> + '_ {
+        self.resources.iter().filter(|r| !r.is_template()).map(|def| {
+            let mut resource = Resource::new(def.uri, def.name).with_description(def.description);
+            if let Some(title) = def.title {
+                resource = resource.with_title(title);
+            }
+            if let Some(mime) = def.mime_type {
+                resource = resource.with_mime_type(mime);
+            }
+            resource
+        })
+    }
+
+    /// Resource templates.
+    pub fn resource_templates(&self) -> impl Iterator<Item = ResourceTemplate> + '_ {
+        self.resources.iter().filter(|r| r.is_template()).map(|def| {
+            let mut template =
+                ResourceTemplate::new(def.uri, def.name).with_description(def.description);
+            if let Some(title) = def.title {
+                template = template.with_title(title);
+            }
+            if let Some(mime) = def.mime_type {
+                template = template.with_mime_type(mime);
+            }
+            template
+        })
+    }
+
+    /// The resource a URI names, with its variable values. Fixed URIs win over templates.
+    pub fn resolve_resource(&self, uri: &str) -> Option<(&'static ResourceDef, Vec<String>)> {
+        let mut ordered: Vec<_> = self.resources.iter().collect();
+        ordered.sort_by_key(|r| r.is_template());
+        ordered
+            .into_iter()
+            .find_map(|def| def.match_uri(uri).map(|values| (*def, values)))
+    }
+
+    /// Reads a resource: its MIME type and text. A panic becomes a failure, not a crash.
+    pub async fn read_resource(
+        &self,
+        ctx: Context,
+        uri: &str,
+    ) -> Result<(Option<&'static str>, String), ResourceError> {
+        let (def, values) = self.resolve_resource(uri).ok_or(ResourceError::NotFound)?;
+        let read = AssertUnwindSafe((def.read)(ctx, values)).catch_unwind();
+        let text = read.await.unwrap_or_else(|_| {
+            tracing::error!(resource = def.name, "resource handler panicked");
+            Err(ResourceError::Failed("internal error: reading the resource failed".into()))
+        })?;
+        Ok((def.mime_type, text))
+    }
+
+    /// The prompts as MCP describes them, sorted by name.
+    pub fn prompts(&self) -> impl Iterator<Item = Prompt> + '_ {
+        self.prompts.values().map(|def| {
+            let arguments = def
+                .args
+                .iter()
+                .map(|arg| {
+                    let mut argument = PromptArgument::new(arg.name);
+                    argument.description = Some(arg.description.to_string());
+                    argument.required = Some(arg.default.is_none());
+                    argument
+                })
+                .collect();
+            let mut prompt = Prompt::new(def.name, Some(def.description), Some(arguments));
+            prompt.title = def.title.map(str::to_string);
+            prompt
+        })
+    }
+
+    /// One prompt's definition.
+    pub fn prompt(&self, name: &str) -> Option<&'static PromptDef> {
+        self.prompts.get(name).copied()
+    }
+
+    /// Renders a prompt. `None` when no prompt has that name.
+    pub async fn get_prompt(
+        &self,
+        ctx: Context,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Option<Result<Vec<PromptMessage>, PromptError>> {
+        let def = self.prompt(name)?;
+        let get = AssertUnwindSafe((def.get)(ctx, arguments)).catch_unwind();
+        Some(get.await.unwrap_or_else(|_| {
+            tracing::error!(prompt = def.name, "prompt handler panicked");
+            Err(PromptError("internal error: the prompt failed unexpectedly".into()))
+        }))
+    }
+
+    /// Completes a resource template variable (`uri_template` given) or a prompt argument.
+    pub async fn complete(
+        &self,
+        ctx: Context,
+        target: CompletionTarget<'_>,
+        argument: &str,
+        value: String,
+    ) -> Vec<String> {
+        let providers = match target {
+            CompletionTarget::Prompt(name) => self.prompt(name).map(|p| p.completions),
+            CompletionTarget::ResourceTemplate(uri) => self
+                .resources
+                .iter()
+                .find(|r| r.uri == uri)
+                .map(|r| r.completions),
+        };
+        let Some(provider) = providers
+            .unwrap_or_default()
+            .iter()
+            .find(|c| c.argument == argument)
+        else {
+            return Vec::new();
+        };
+        let complete = AssertUnwindSafe((provider.complete)(ctx, value)).catch_unwind();
+        let mut values = complete.await.unwrap_or_default();
+        values.truncate(MAX_COMPLETIONS);
+        values
+    }
+}
+
+/// What a completion request refers to.
+#[derive(Debug, Clone, Copy)]
+pub enum CompletionTarget<'a> {
+    /// A prompt, by name.
+    Prompt(&'a str),
+    /// A resource template, by its URI template.
+    ResourceTemplate(&'a str),
+}
+
+fn describe_tool(def: &ToolDef) -> Tool {
+    let annotations = ToolAnnotations::new()
+        .read_only(def.annotations.read_only)
+        .destructive(def.annotations.destructive)
+        .idempotent(def.annotations.idempotent)
+        .open_world(def.annotations.open_world);
+    let mut tool = Tool::new(def.name, def.description, input_schema(def.args))
+        .with_raw_output_schema((def.output_schema)())
+        .with_annotations(annotations);
+    if let Some(title) = def.title {
+        tool = tool.with_title(title);
+    }
+    tool
+}

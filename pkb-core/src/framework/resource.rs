@@ -1,0 +1,131 @@
+//! Resources: the definition a `#[pkb_resource]` fn registers, and URI template matching.
+
+use futures::future::BoxFuture;
+
+use super::context::Context;
+use super::registry::CompletionDef;
+
+/// The generated entry point of a resource: the template's variable values in order.
+pub type ResourceReadFn =
+    fn(Context, Vec<String>) -> BoxFuture<'static, Result<String, ResourceError>>;
+
+/// A resource or resource template, as declared by one `#[pkb_resource]` fn.
+#[derive(Debug)]
+pub struct ResourceDef {
+    /// The URI, or the URI template when it has `{variables}`.
+    pub uri: &'static str,
+    /// The resource's name.
+    pub name: &'static str,
+    /// A human-readable title.
+    pub title: Option<&'static str>,
+    /// The doc comment of the fn.
+    pub description: &'static str,
+    /// The MIME type of the contents.
+    pub mime_type: Option<&'static str>,
+    /// The template's variables, in the order they appear.
+    pub variables: &'static [&'static str],
+    /// Reads the contents.
+    pub read: ResourceReadFn,
+    /// Completion providers for template variables.
+    pub completions: &'static [CompletionDef],
+}
+
+impl ResourceDef {
+    /// Whether this is a template (has variables).
+    pub fn is_template(&self) -> bool {
+        !self.variables.is_empty()
+    }
+
+    /// The variable values if `uri` matches this resource, in template order.
+    pub fn match_uri(&self, uri: &str) -> Option<Vec<String>> {
+        match_template(self.uri, uri)
+    }
+}
+
+/// Matches `uri` against `template`; each variable takes one non-empty path segment.
+pub fn match_template(template: &str, uri: &str) -> Option<Vec<String>> {
+    let mut values = Vec::new();
+    let mut rest_template = template;
+    let mut rest_uri = uri;
+    loop {
+        match rest_template.find('{') {
+            None => return (rest_template == rest_uri).then_some(values),
+            Some(open) => {
+                let literal = &rest_template[..open];
+                rest_uri = rest_uri.strip_prefix(literal)?;
+                let close = open + rest_template[open..].find('}')?;
+                rest_template = &rest_template[close + 1..];
+                let next_literal_start = rest_template.find('{').unwrap_or(rest_template.len());
+                let next_literal = &rest_template[..next_literal_start];
+                let end = if next_literal.is_empty() {
+                    rest_uri.len()
+                } else {
+                    rest_uri.find(next_literal)?
+                };
+                let value = &rest_uri[..end];
+                if value.is_empty() || value.contains('/') {
+                    return None;
+                }
+                values.push(value.to_string());
+                rest_uri = &rest_uri[end..];
+            }
+        }
+    }
+}
+
+/// Why a resource could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResourceError {
+    /// Nothing lives at this URI: answered with JSON-RPC -32002 and `data.uri`.
+    #[error("resource not found")]
+    NotFound,
+    /// Reading failed: answered with an internal error.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<crate::store::StoreError> for ResourceError {
+    fn from(error: crate::store::StoreError) -> Self {
+        tracing::error!(%error, "store error in a resource");
+        Self::Failed(format!("storage error: {error}"))
+    }
+}
+
+/// What a `#[pkb_resource]` fn returns.
+#[diagnostic::on_unimplemented(
+    message = "a `#[pkb_resource]` fn must return `Result<String, ResourceError>`",
+    label = "found `{Self}`"
+)]
+pub trait ResourceReturn {
+    /// The text contents, or why there are none.
+    fn into_text(self) -> Result<String, ResourceError>;
+}
+
+impl ResourceReturn for Result<String, ResourceError> {
+    fn into_text(self) -> Result<String, ResourceError> {
+        self
+    }
+}
+
+/// Moves the variable at `index` out of the matched values.
+pub fn take_variable(values: &mut [String], index: usize) -> String {
+    values.get_mut(index).map(std::mem::take).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::match_template;
+
+    #[test]
+    fn matches_templates() {
+        assert_eq!(match_template("pkb://notes/{id}", "pkb://notes/todo"), Some(vec!["todo".into()]));
+        assert_eq!(match_template("pkb://notes/{id}", "pkb://notes/"), None);
+        assert_eq!(match_template("pkb://notes/{id}", "pkb://notes/a/b"), None);
+        assert_eq!(match_template("pkb://notes/{id}", "pkb://other/a"), None);
+        assert_eq!(match_template("pkb://notes", "pkb://notes"), Some(vec![]));
+        assert_eq!(
+            match_template("a://{x}/y/{z}", "a://1/y/2"),
+            Some(vec!["1".into(), "2".into()])
+        );
+    }
+}

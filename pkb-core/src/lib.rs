@@ -1,0 +1,51 @@
+//! PKB core: the notes domain, the durable store, and every MCP tool, resource and prompt.
+//!
+//! Each tool, resource and prompt is one annotated `async fn`; see [`pkb_tool`],
+//! [`pkb_resource`] and [`pkb_prompt`]. [`Registry::collect`] gathers every declaration of
+//! every linked crate.
+
+// Lets this crate use its own macros, whose expansions name `::pkb_core`.
+extern crate self as pkb_core;
+
+pub mod framework;
+pub mod note;
+pub mod store;
+
+pub use framework::args::{ArgRules, ArgSpec, InvalidArguments};
+pub use framework::context::{Context, SamplingError, Session};
+pub use framework::prompt::{PromptDef, PromptError};
+pub use framework::registry::{CompletionTarget, Registry};
+pub use framework::resource::{ResourceDef, ResourceError};
+pub use framework::tool::{Annotations, ToolDef, ToolError};
+pub use pkb_macros::{pkb_prompt, pkb_resource, pkb_tool};
+
+#[doc(hidden)]
+/// Not public API. Used by generated code.
+pub mod __private {
+    pub use crate::framework::args::{
+        ArgRules, ArgSpec, arg_accepts, arg_schema, default_json, from_validated, validate_args,
+    };
+    pub use crate::framework::checks::*;
+    pub use crate::framework::context::Context;
+    pub use crate::framework::prompt::{PromptDef, PromptError, PromptReturn, prompt_invalid};
+    pub use crate::framework::registry::{
+        CompletionDef, PromptRegistration, ResourceRegistration, ToolRegistration,
+    };
+    pub use crate::framework::resource::{ResourceDef, ResourceError, ResourceReturn, take_variable};
+    pub use crate::framework::tool::{
+        Annotations, ToolDef, ToolReturn, output_schema_of, tool_invalid, tool_reply,
+    };
+    pub use futures::future::BoxFuture;
+    pub use inventory;
+    pub use rmcp::model::{CallToolResult, JsonObject, PromptMessage};
+    pub use serde_json::Value;
+}
+
+pub mod prompts;
+pub mod resources;
+pub mod server;
+pub mod summary;
+pub mod tools;
+pub mod transport;
+
+pub use server::PkbServer;

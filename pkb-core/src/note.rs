@@ -1,0 +1,269 @@
+//! The note: its shape, its limits, and the rules that turn titles and tags into their stored form.
+//!
+//! The limits here are the contract's (see "The note"); the tool layer puts them in its input
+//! schemas, and the store refuses anything outside them.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Longest id, in characters.
+pub const ID_MAX_CHARS: usize = 100;
+/// Longest id that [`derive_id`] produces, leaving room for suffixes such as `-summary`.
+pub const DERIVED_ID_MAX_CHARS: usize = 80;
+/// Longest title, in characters, after trimming.
+pub const TITLE_MAX_CHARS: usize = 120;
+/// Longest tag, in characters, after trimming.
+pub const TAG_MAX_CHARS: usize = 40;
+/// Most tags on one note.
+pub const TAGS_MAX: usize = 20;
+/// Longest body, in characters (not bytes).
+pub const BODY_MAX_CHARS: usize = 10_000;
+
+/// A stored note.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Note {
+    /// Stable unique id: 1 to 100 characters of `a-z`, `0-9` and `-`.
+    pub id: String,
+    /// One-line title, 1 to 120 characters.
+    pub title: String,
+    /// Lowercase tags, without duplicates, in the order given.
+    pub tags: Vec<String>,
+    /// Free text, up to 10,000 characters.
+    pub body: String,
+    /// When the note was first saved (RFC 3339, UTC).
+    pub created_at: String,
+    /// When the note was last saved (RFC 3339, UTC).
+    pub updated_at: String,
+}
+
+/// Derives a note id from a title.
+///
+/// Transliterates to ASCII, lowercases, turns each run of other characters into one `-`,
+/// trims `-`, and cuts at a `-` boundary to at most [`DERIVED_ID_MAX_CHARS`]. A title that
+/// leaves nothing gets `note-` and the first 8 hex characters of the title's SHA-256.
+///
+/// ```
+/// assert_eq!(pkb_core::note::derive_id("Deploy checklist"), "deploy-checklist");
+/// ```
+pub fn derive_id(title: &str) -> String {
+    let ascii = deunicode::deunicode(title);
+    let mut slug = String::with_capacity(ascii.len());
+    let mut gap = false;
+    for c in ascii.chars().map(|c| c.to_ascii_lowercase()) {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            if gap && !slug.is_empty() {
+                slug.push('-');
+            }
+            gap = false;
+            slug.push(c);
+        } else {
+            gap = true;
+        }
+    }
+    let slug = cut_at_dash(&slug, DERIVED_ID_MAX_CHARS);
+    if slug.is_empty() {
+        let digest = Sha256::digest(title.as_bytes());
+        let hex: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+        format!("note-{hex}")
+    } else {
+        slug.to_owned()
+    }
+}
+
+/// Cuts an ASCII slug to at most `max` bytes, preferring the last whole word.
+fn cut_at_dash(slug: &str, max: usize) -> &str {
+    if slug.len() <= max {
+        return slug;
+    }
+    // A '-' right after the limit means the first `max` bytes already end on a whole word.
+    let head = match slug.as_bytes().get(max) {
+        Some(b'-') => &slug[..max],
+        _ => match slug[..max].rfind('-') {
+            Some(dash) => &slug[..dash],
+            None => &slug[..max],
+        },
+    };
+    head.trim_matches('-')
+}
+
+/// Normalises tags: trims, lowercases, drops empty ones and later duplicates, keeps the order.
+pub fn normalize_tags<I, S>(tags: I) -> Vec<String>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    let mut out: Vec<String> = Vec::new();
+    for tag in tags {
+        let tag = tag.as_ref().trim().to_lowercase();
+        if !tag.is_empty() && !out.contains(&tag) {
+            out.push(tag);
+        }
+    }
+    out
+}
+
+/// Whether `id` is a well-formed note id: 1 to [`ID_MAX_CHARS`] characters of `a-z`, `0-9`, `-`.
+pub fn is_valid_id(id: &str) -> bool {
+    (1..=ID_MAX_CHARS).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// The current time as RFC 3339 in UTC with millisecond precision, e.g. `2026-11-29T18:34:03.120Z`.
+pub fn now_rfc3339() -> String {
+    format_rfc3339(time::OffsetDateTime::now_utc())
+}
+
+/// Formats by hand so that the shape never varies: a fixed three-digit fraction and `Z`.
+fn format_rfc3339(t: time::OffsetDateTime) -> String {
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.millisecond()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derives_simple_ids() {
+        assert_eq!(derive_id("Deploy checklist"), "deploy-checklist");
+        assert_eq!(derive_id("  Hello,   World!! "), "hello-world");
+        assert_eq!(derive_id("--a--b--"), "a-b");
+        assert_eq!(derive_id("Café crème"), "cafe-creme");
+        assert_eq!(derive_id("Release 2.0 (final)"), "release-2-0-final");
+        assert_eq!(derive_id("ÄÖÜ straße"), "aou-strasse");
+    }
+
+    #[test]
+    fn derives_ids_from_non_latin_titles() {
+        // deunicode transliterates Cyrillic and Han, so these keep a readable id.
+        assert_eq!(derive_id("Привет мир"), "privet-mir");
+        let tokyo = derive_id("東京");
+        assert!(is_valid_id(&tokyo), "{tokyo}");
+        assert!(!tokyo.is_empty());
+    }
+
+    fn hashed(title: &str) -> String {
+        let digest = Sha256::digest(title.as_bytes());
+        format!(
+            "note-{:02x}{:02x}{:02x}{:02x}",
+            digest[0], digest[1], digest[2], digest[3]
+        )
+    }
+
+    #[test]
+    fn titles_without_ascii_letters_get_a_hash_id() {
+        for title in ["!!!", "...", "-", " ", "", "«»", "—", "\u{0301}", "☐"] {
+            let id = derive_id(title);
+            assert_eq!(id, hashed(title), "{title:?}");
+            assert!(is_valid_id(&id));
+            assert_eq!(id.len(), 13);
+        }
+        assert_ne!(derive_id("!!!"), derive_id("???"));
+    }
+
+    #[test]
+    fn emoji_titles_yield_valid_ids() {
+        // deunicode names many emoji ("rocket"); the rest fall back to the hash. Either way the
+        // id is valid and stable.
+        for title in ["🚀", "🚀🚀🚀", "😀 🎉", "\u{1F9FF}", "\u{E000}"] {
+            let id = derive_id(title);
+            assert!(is_valid_id(&id), "{title:?} -> {id}");
+            assert_eq!(id, derive_id(title));
+        }
+    }
+
+    #[test]
+    fn cuts_long_ids_at_a_word_boundary() {
+        let word = "abcdefghi"; // 9 chars; "word-" repeated puts dashes at 9, 19, 29, ...
+        let title = vec![word; 20].join(" ");
+        let id = derive_id(&title);
+        assert!(id.len() <= DERIVED_ID_MAX_CHARS);
+        assert_eq!(id, vec![word; 8].join("-")); // 8*9 + 7 = 79 chars
+        assert!(!id.ends_with('-'));
+
+        // A dash exactly at position 80 keeps the first 80 characters whole.
+        let exact = format!("{} {}", "a".repeat(80), "tail");
+        assert_eq!(derive_id(&exact), "a".repeat(80));
+        let exact = format!("{} {} b", "a".repeat(39), "c".repeat(40));
+        assert_eq!(derive_id(&exact), format!("{}-{}", "a".repeat(39), "c".repeat(40)));
+        let over = format!("{} {} b", "a".repeat(39), "c".repeat(41));
+        assert_eq!(derive_id(&over), "a".repeat(39));
+    }
+
+    #[test]
+    fn hard_cuts_a_single_long_word() {
+        let id = derive_id(&"x".repeat(200));
+        assert_eq!(id, "x".repeat(80));
+        let id = derive_id(&format!("{} more", "y".repeat(90)));
+        assert_eq!(id, "y".repeat(80));
+    }
+
+    #[test]
+    fn derived_ids_are_always_valid() {
+        let titles = [
+            "a",
+            "A B C",
+            "東京タワー",
+            "Ελληνικά",
+            "עברית",
+            "العربية",
+            "हिन्दी",
+            "\u{0}\u{1}\u{7f}",
+            "x\u{200b}y",
+        ];
+        for title in titles {
+            let id = derive_id(title);
+            assert!(is_valid_id(&id), "{title:?} -> {id:?}");
+            assert!(id.len() <= DERIVED_ID_MAX_CHARS);
+        }
+    }
+
+    #[test]
+    fn normalizes_tags() {
+        assert_eq!(
+            normalize_tags([" Deploy", "release ", "DEPLOY", "", "  ", "Ops"]),
+            vec!["deploy", "release", "ops"]
+        );
+        assert_eq!(normalize_tags(Vec::<String>::new()), Vec::<String>::new());
+        assert_eq!(normalize_tags(["ÉTÉ", "été"]), vec!["été"]);
+        assert_eq!(normalize_tags(vec!["b".to_owned(), "a".to_owned()]), vec!["b", "a"]);
+    }
+
+    #[test]
+    fn validates_ids() {
+        assert!(is_valid_id("a"));
+        assert!(is_valid_id("deploy-checklist"));
+        assert!(is_valid_id("note-0a1b2c3d"));
+        assert!(is_valid_id(&"x".repeat(ID_MAX_CHARS)));
+        assert!(!is_valid_id(&"x".repeat(ID_MAX_CHARS + 1)));
+        assert!(!is_valid_id(""));
+        assert!(!is_valid_id("Deploy"));
+        assert!(!is_valid_id("a b"));
+        assert!(!is_valid_id("a_b"));
+        assert!(!is_valid_id("é"));
+        assert!(!is_valid_id("a/b"));
+    }
+
+    #[test]
+    fn formats_rfc3339_timestamps() {
+        let t = time::OffsetDateTime::from_unix_timestamp_nanos(1_795_890_843_120_456_789)
+            .expect("in range");
+        assert_eq!(format_rfc3339(t), "2026-11-28T18:34:03.120Z");
+        let now = now_rfc3339();
+        assert_eq!(now.len(), 24);
+        assert!(now.ends_with('Z'));
+        let parsed =
+            time::OffsetDateTime::parse(&now, &time::format_description::well_known::Rfc3339);
+        assert!(parsed.is_ok(), "{now}");
+    }
+}

@@ -1,0 +1,3 @@
+//! The prompts of the contract.
+
+pub mod quick_capture;

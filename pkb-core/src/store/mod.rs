@@ -1,0 +1,443 @@
+//! The durable note store.
+//!
+//! [`Store`] is a cheap-to-clone async handle over a [`NoteBackend`]. The backend that ships is
+//! one SQLite file (WAL, full fsync on commit, FTS5 for search); nothing outside this module
+//! depends on that. Every backend call runs on tokio's blocking pool, so a slow search or an
+//! fsync never stalls the runtime's workers.
+
+mod query;
+mod schema;
+mod sqlite;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::note::{
+    BODY_MAX_CHARS, Note, TAG_MAX_CHARS, TAGS_MAX, TITLE_MAX_CHARS, derive_id, is_valid_id,
+    normalize_tags,
+};
+
+/// A boxed error from the backend, kept as the `source` of a [`StoreError`].
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The file exists but is not a PKB store; it was not modified.
+    #[error("{} is not a PKB database ({reason}); it was left untouched", .path.display())]
+    NotPkb {
+        /// The file that was refused.
+        path: PathBuf,
+        /// What was found instead.
+        reason: String,
+    },
+    /// The file is a damaged or truncated store; it was not modified.
+    #[error(
+        "{} is damaged ({reason}); it was left untouched: restore it from a backup or move it aside",
+        .path.display()
+    )]
+    Corrupt {
+        /// The damaged file.
+        path: PathBuf,
+        /// What the check found.
+        reason: String,
+    },
+    /// The file was written by a newer PKB whose schema this build cannot read.
+    #[error(
+        "{} was written by a newer PKB (schema version {found}, this build reads up to {supported})",
+        .path.display()
+    )]
+    TooNew {
+        /// The refused file.
+        path: PathBuf,
+        /// Schema version found in the file.
+        found: i64,
+        /// Newest schema version this build reads.
+        supported: i64,
+    },
+    /// The file or its folder could not be opened or created.
+    #[error("cannot open {}: {source}", .path.display())]
+    Open {
+        /// The file that could not be opened.
+        path: PathBuf,
+        /// The underlying failure.
+        source: BoxError,
+    },
+    /// No default location: neither `XDG_DATA_HOME` (absolute) nor `HOME` is set.
+    #[error(
+        "cannot find a data directory: set XDG_DATA_HOME to an absolute path or set HOME, or give the database path"
+    )]
+    NoDataDir,
+    /// The note breaks the contract's limits; nothing was stored.
+    #[error("invalid note: {0}")]
+    Invalid(String),
+    /// A read or write failed on an open store.
+    #[error("{context}: {source}")]
+    Backend {
+        /// What was being done, and on which file.
+        context: String,
+        /// The underlying failure.
+        source: BoxError,
+    },
+    /// The worker running the operation stopped before answering.
+    #[error("note store task failed: {0}")]
+    Unavailable(String),
+}
+
+/// A note to save: the caller's fields, without timestamps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoteDraft {
+    /// The id to save under; see [`is_valid_id`].
+    pub id: String,
+    /// The title; trimmed before it is stored.
+    pub title: String,
+    /// The tags; normalised with [`normalize_tags`] before they are stored.
+    pub tags: Vec<String>,
+    /// The body, stored as given.
+    pub body: String,
+}
+
+impl NoteDraft {
+    /// A draft whose id is derived from the title with [`derive_id`].
+    pub fn from_title(title: impl Into<String>, tags: Vec<String>, body: impl Into<String>) -> Self {
+        let title = title.into();
+        NoteDraft {
+            id: derive_id(title.trim()),
+            title,
+            tags,
+            body: body.into(),
+        }
+    }
+}
+
+/// What [`Store::put`] does when the id already exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutMode {
+    /// Leave the existing note alone and answer [`PutOutcome::Exists`].
+    CreateOnly,
+    /// Replace title, tags and body; keep `created_at`.
+    Replace,
+}
+
+/// The result of [`Store::put`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PutOutcome {
+    /// A new note was stored.
+    Created(Note),
+    /// An existing note was replaced.
+    Replaced(Note),
+    /// The id exists and the mode was [`PutMode::CreateOnly`]; nothing changed.
+    Exists,
+}
+
+/// A note without its body, as listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NoteSummary {
+    /// The note id.
+    pub id: String,
+    /// The title.
+    pub title: String,
+    /// The tags.
+    pub tags: Vec<String>,
+    /// When the note was last saved (RFC 3339, UTC).
+    pub updated_at: String,
+}
+
+/// One search result, without the body.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchHit {
+    /// The note id.
+    pub id: String,
+    /// The title.
+    pub title: String,
+    /// The tags.
+    pub tags: Vec<String>,
+    /// Relevance; higher is better. Comparable only within one result list.
+    pub score: f64,
+}
+
+/// How to open a store file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// Seed a newly created store with the contract's three notes.
+    pub seed: bool,
+    /// Most read connections kept open at once (at least 1).
+    pub max_readers: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            seed: true,
+            max_readers: 4,
+        }
+    }
+}
+
+/// The synchronous storage engine behind [`Store`].
+///
+/// Methods may block on disk I/O; [`Store`] calls them from tokio's blocking pool. Inputs
+/// reaching `put` and `put_many` have been validated and normalised by [`Store`].
+pub trait NoteBackend: Send + Sync {
+    /// The note with this exact id.
+    fn get(&self, id: &str) -> Result<Option<Note>, StoreError>;
+    /// Saves one note atomically.
+    fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError>;
+    /// Saves several notes in one atomic transaction; outcomes in the drafts' order.
+    fn put_many(
+        &self,
+        drafts: Vec<NoteDraft>,
+        mode: PutMode,
+    ) -> Result<Vec<PutOutcome>, StoreError>;
+    /// Deletes a note; whether it existed.
+    fn delete(&self, id: &str) -> Result<bool, StoreError>;
+    /// Up to `limit` notes with ids greater than `after`, sorted by id.
+    fn list(&self, after: Option<&str>, limit: usize) -> Result<Vec<NoteSummary>, StoreError>;
+    /// How many notes there are.
+    fn count(&self) -> Result<u64, StoreError>;
+    /// Full-text search; see [`Store::search`].
+    fn search(
+        &self,
+        query: &str,
+        tags: &[String],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError>;
+    /// Sorted ids starting with `prefix` (taken literally).
+    fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError>;
+    /// Sorted distinct tags starting with `prefix` (taken literally).
+    fn tags_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError>;
+    /// Checks the whole store, including the search index, for damage.
+    fn verify(&self) -> Result<(), StoreError>;
+}
+
+/// An async handle on the note store. Clones share one backend.
+#[derive(Clone)]
+pub struct Store {
+    backend: Arc<dyn NoteBackend>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens the store file at `path`, creating it (and its folders) when missing or empty.
+    ///
+    /// A new store gets the contract's three notes unless `seed` is false. A file that is not a
+    /// PKB store, is damaged, or comes from a newer PKB is refused and left byte-for-byte
+    /// unchanged. Blocks while it checks the file; call it before serving.
+    pub fn open(path: &Path, seed: bool) -> Result<Store, StoreError> {
+        Store::open_with_options(
+            path,
+            &StoreOptions {
+                seed,
+                ..StoreOptions::default()
+            },
+        )
+    }
+
+    /// [`Store::open`] with every option.
+    pub fn open_with_options(path: &Path, options: &StoreOptions) -> Result<Store, StoreError> {
+        let backend = sqlite::SqliteBackend::open(path, options)?;
+        Ok(Store::from_backend(Arc::new(backend)))
+    }
+
+    /// An ephemeral store in memory; it writes no file and is gone when the last clone drops.
+    pub fn open_in_memory(seed: bool) -> Result<Store, StoreError> {
+        let backend = sqlite::SqliteBackend::open_in_memory(seed)?;
+        Ok(Store::from_backend(Arc::new(backend)))
+    }
+
+    /// A store over any backend, e.g. a test double.
+    pub fn from_backend(backend: Arc<dyn NoteBackend>) -> Store {
+        Store { backend }
+    }
+
+    /// The default file: `$XDG_DATA_HOME/pkb/pkb.db`, else `$HOME/.local/share/pkb/pkb.db`.
+    ///
+    /// A relative `XDG_DATA_HOME` is ignored, as the XDG base directory spec requires.
+    pub fn default_path() -> Result<PathBuf, StoreError> {
+        default_path_from(
+            std::env::var_os("XDG_DATA_HOME"),
+            std::env::var_os("HOME"),
+        )
+    }
+
+    /// The note with exactly this id.
+    pub async fn get(&self, id: &str) -> Result<Option<Note>, StoreError> {
+        let id = id.to_owned();
+        self.call(move |b| b.get(&id)).await
+    }
+
+    /// Saves a note atomically.
+    ///
+    /// The title is trimmed and the tags normalised; a draft outside the contract's limits is
+    /// refused with [`StoreError::Invalid`]. On replace, `created_at` is kept and `updated_at`
+    /// set to now. An answered put is on disk.
+    pub async fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
+        let draft = validate(draft)?;
+        self.call(move |b| b.put(draft, mode)).await
+    }
+
+    /// Saves several notes in one transaction: all or none. Outcomes follow the drafts' order.
+    ///
+    /// One fsync for the whole batch, which makes imports much faster than repeated
+    /// [`Store::put`]. A draft whose id appears earlier in the batch sees that earlier note.
+    pub async fn put_many(
+        &self,
+        drafts: Vec<NoteDraft>,
+        mode: PutMode,
+    ) -> Result<Vec<PutOutcome>, StoreError> {
+        let drafts = drafts
+            .into_iter()
+            .map(validate)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.call(move |b| b.put_many(drafts, mode)).await
+    }
+
+    /// Deletes a note; whether it existed.
+    pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        let id = id.to_owned();
+        self.call(move |b| b.delete(&id)).await
+    }
+
+    /// Up to `limit` notes with ids greater than `after`, sorted by id (keyset paging: pass the
+    /// last id of one page as `after` for the next).
+    pub async fn list(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<NoteSummary>, StoreError> {
+        let after = after.map(str::to_owned);
+        self.call(move |b| b.list(after.as_deref(), limit)).await
+    }
+
+    /// How many notes there are.
+    pub async fn count(&self) -> Result<u64, StoreError> {
+        self.call(|b| b.count()).await
+    }
+
+    /// Full-text search over title, tags and body, best first.
+    ///
+    /// Every word of `query` must match, each also as a prefix, ignoring case and diacritics.
+    /// Ranked by BM25 with the title weighted above the tags, and the tags above the body.
+    /// Search syntax in `query` is plain text, so no query fails; a query with no words finds
+    /// nothing. A note must carry every tag in `tags` (normalised like stored tags).
+    pub async fn search(
+        &self,
+        query: &str,
+        tags: &[String],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        let query = query.to_owned();
+        let tags = normalize_tags(tags);
+        self.call(move |b| b.search(&query, &tags, limit)).await
+    }
+
+    /// Sorted ids that start with `prefix`; every character of `prefix` is literal.
+    pub async fn ids_with_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let prefix = prefix.to_lowercase();
+        self.call(move |b| b.ids_with_prefix(&prefix, limit)).await
+    }
+
+    /// Sorted distinct tags that start with `prefix`; every character of `prefix` is literal.
+    pub async fn tags_with_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let prefix = prefix.trim_start().to_lowercase();
+        self.call(move |b| b.tags_with_prefix(&prefix, limit)).await
+    }
+
+    /// Checks the whole store, search index included, for damage. Reads everything: slow on
+    /// large stores.
+    pub async fn verify(&self) -> Result<(), StoreError> {
+        self.call(|b| b.verify()).await
+    }
+
+    /// Runs `f` on the blocking pool when inside a tokio runtime, inline otherwise.
+    async fn call<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&dyn NoteBackend) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let backend = Arc::clone(&self.backend);
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => handle
+                .spawn_blocking(move || f(backend.as_ref()))
+                .await
+                .map_err(|e| StoreError::Unavailable(e.to_string()))?,
+            Err(_) => f(backend.as_ref()),
+        }
+    }
+}
+
+fn default_path_from(
+    xdg_data_home: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> Result<PathBuf, StoreError> {
+    let data_dir = match xdg_data_home.map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() => dir,
+        _ => match home.map(PathBuf::from) {
+            Some(home) if !home.as_os_str().is_empty() => home.join(".local").join("share"),
+            _ => return Err(StoreError::NoDataDir),
+        },
+    };
+    Ok(data_dir.join("pkb").join("pkb.db"))
+}
+
+/// Trims and normalises a draft, refusing anything outside the contract.
+fn validate(draft: NoteDraft) -> Result<NoteDraft, StoreError> {
+    if !is_valid_id(&draft.id) {
+        return Err(StoreError::Invalid(
+            "id must be 1 to 100 characters of a-z, 0-9 and -".to_owned(),
+        ));
+    }
+    let title = draft.title.trim();
+    let title_chars = title.chars().count();
+    if title_chars == 0 || title_chars > TITLE_MAX_CHARS {
+        return Err(StoreError::Invalid(format!(
+            "title must be 1 to {TITLE_MAX_CHARS} characters after trimming"
+        )));
+    }
+    if title.chars().any(char::is_control) {
+        return Err(StoreError::Invalid(
+            "title must be one line without control characters".to_owned(),
+        ));
+    }
+    let tags = normalize_tags(&draft.tags);
+    if tags.len() > TAGS_MAX {
+        return Err(StoreError::Invalid(format!(
+            "at most {TAGS_MAX} tags are allowed"
+        )));
+    }
+    if tags.iter().any(|t| t.chars().count() > TAG_MAX_CHARS) {
+        return Err(StoreError::Invalid(format!(
+            "each tag must be at most {TAG_MAX_CHARS} characters"
+        )));
+    }
+    if draft.body.chars().count() > BODY_MAX_CHARS {
+        return Err(StoreError::Invalid(format!(
+            "body must be at most {BODY_MAX_CHARS} characters"
+        )));
+    }
+    Ok(NoteDraft {
+        id: draft.id,
+        title: title.to_owned(),
+        tags,
+        body: draft.body,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,232 @@
+//! The on-disk schema: how a PKB file is recognised, created, seeded and migrated.
+
+use rusqlite::{Connection, ErrorCode, params};
+
+/// Marks a SQLite file as a PKB store (`PRAGMA application_id`): the bytes "PKB1".
+pub(super) const APPLICATION_ID: i32 = 0x504B_4231;
+
+/// Schema migrations; entry `n` takes a store from version `n` to `n + 1`.
+///
+/// Append only: a released entry never changes, since stores in the field already ran it.
+const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build writes and the newest it reads.
+pub(super) const SCHEMA_VERSION: i64 = 1;
+
+const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
+
+/// Notes, a tag index, and an external-content FTS5 index kept in sync by triggers, so that no
+/// write path can forget the index.
+const V1: &str = r#"
+CREATE TABLE notes (
+    seq        INTEGER PRIMARY KEY,
+    id         TEXT NOT NULL UNIQUE,
+    title      TEXT NOT NULL,
+    tags       TEXT NOT NULL,  -- JSON array of strings, in the note's order
+    body       TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+
+CREATE TABLE note_tags (
+    tag  TEXT NOT NULL,
+    note INTEGER NOT NULL,
+    PRIMARY KEY (tag, note)
+) WITHOUT ROWID;
+CREATE INDEX note_tags_by_note ON note_tags (note);
+
+CREATE VIRTUAL TABLE notes_fts USING fts5 (
+    title, tags, body,
+    content = 'notes',
+    content_rowid = 'seq',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER notes_after_insert AFTER INSERT ON notes BEGIN
+    INSERT INTO notes_fts (rowid, title, tags, body)
+        VALUES (new.seq, new.title, new.tags, new.body);
+    INSERT OR IGNORE INTO note_tags (tag, note)
+        SELECT value, new.seq FROM json_each(new.tags);
+END;
+
+CREATE TRIGGER notes_after_delete AFTER DELETE ON notes BEGIN
+    INSERT INTO notes_fts (notes_fts, rowid, title, tags, body)
+        VALUES ('delete', old.seq, old.title, old.tags, old.body);
+    DELETE FROM note_tags WHERE note = old.seq;
+END;
+
+CREATE TRIGGER notes_after_update AFTER UPDATE ON notes BEGIN
+    INSERT INTO notes_fts (notes_fts, rowid, title, tags, body)
+        VALUES ('delete', old.seq, old.title, old.tags, old.body);
+    INSERT INTO notes_fts (rowid, title, tags, body)
+        VALUES (new.seq, new.title, new.tags, new.body);
+    DELETE FROM note_tags WHERE note = old.seq;
+    INSERT OR IGNORE INTO note_tags (tag, note)
+        SELECT value, new.seq FROM json_each(new.tags);
+END;
+"#;
+
+/// Tables a current store must have; their absence means damage, not a new store.
+const REQUIRED_TABLES: &[&str] = &["note_tags", "notes", "notes_fts"];
+
+/// The contract's seed notes: id, title, tags, body.
+pub(super) const SEED: &[(&str, &str, &[&str], &str)] = &[
+    (
+        "deploy-checklist",
+        "Deploy checklist",
+        &["deploy", "release"],
+        "Run tests, build the app, then verify the health check.",
+    ),
+    (
+        "todo",
+        "Todo",
+        &["todo"],
+        "Things to do, one per line. Delete a line when it is done.",
+    ),
+    (
+        "meeting-notes",
+        "Meeting notes",
+        &["meetings"],
+        "Date, attendees, decisions and follow-ups.",
+    ),
+];
+
+/// What a file holds, as far as PKB is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum FileState {
+    /// No schema at all: a missing, empty or blank database; safe to initialise.
+    Blank,
+    /// A PKB store at this schema version (at most [`SCHEMA_VERSION`]).
+    Pkb(i64),
+    /// Something else; the reason says what.
+    Foreign(String),
+    /// A PKB store from a newer build.
+    TooNew(i64),
+    /// A PKB store that fails its checks.
+    Damaged(String),
+}
+
+/// A failure while inspecting, already sorted into the kind of answer it calls for.
+#[derive(Debug)]
+pub(super) enum InspectError {
+    /// The file is not an SQLite database at all.
+    NotSqlite,
+    /// SQLite reported corruption.
+    Corrupt(rusqlite::Error),
+    /// Anything else (permissions, I/O, locking).
+    Other(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for InspectError {
+    fn from(e: rusqlite::Error) -> Self {
+        match e.sqlite_error_code() {
+            Some(ErrorCode::NotADatabase) => InspectError::NotSqlite,
+            Some(ErrorCode::DatabaseCorrupt) => InspectError::Corrupt(e),
+            _ => InspectError::Other(e),
+        }
+    }
+}
+
+/// Reads what the file holds without writing to it. `deep` adds `PRAGMA quick_check`, which
+/// reads every page and so catches truncation and torn pages.
+pub(super) fn inspect(conn: &Connection, deep: bool) -> Result<FileState, InspectError> {
+    let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let mut stmt = conn.prepare(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY name",
+    )?;
+    let tables = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    let objects: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?;
+
+    if objects == 0 && version == 0 && (app_id == 0 || app_id == APPLICATION_ID) {
+        return Ok(FileState::Blank);
+    }
+    if app_id != APPLICATION_ID {
+        return Ok(FileState::Foreign(describe_foreign(app_id, &tables)));
+    }
+    if version > SCHEMA_VERSION {
+        return Ok(FileState::TooNew(version));
+    }
+    if version < 1 {
+        return Ok(FileState::Damaged(format!(
+            "PKB file without a schema version but with tables {}",
+            tables.join(", ")
+        )));
+    }
+    if version == SCHEMA_VERSION {
+        let missing: Vec<&str> = REQUIRED_TABLES
+            .iter()
+            .copied()
+            .filter(|t| !tables.iter().any(|have| have == t))
+            .collect();
+        if !missing.is_empty() {
+            return Ok(FileState::Damaged(format!(
+                "missing tables: {}",
+                missing.join(", ")
+            )));
+        }
+    }
+    if deep {
+        let mut stmt = conn.prepare("PRAGMA quick_check(5)")?;
+        let problems = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        if problems.iter().any(|p| p != "ok") {
+            return Ok(FileState::Damaged(
+                problems.join("; ").replace('\n', " "),
+            ));
+        }
+    }
+    Ok(FileState::Pkb(version))
+}
+
+fn describe_foreign(app_id: i32, tables: &[String]) -> String {
+    let owner = if app_id == 0 {
+        "an SQLite database without an application id".to_owned()
+    } else {
+        format!("an SQLite database of another application (application_id {app_id:#010x})")
+    };
+    const SHOWN: usize = 5;
+    let mut listed = tables
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if tables.len() > SHOWN {
+        listed.push_str(&format!(" and {} more", tables.len() - SHOWN));
+    }
+    if listed.is_empty() {
+        owner
+    } else {
+        format!("{owner}, with tables {listed}")
+    }
+}
+
+/// Brings a blank or older store to [`SCHEMA_VERSION`]; seeds a blank one when asked.
+///
+/// Runs inside the caller's IMMEDIATE transaction, so a crash or a second process never sees
+/// half a schema, and seeding happens exactly once.
+pub(super) fn upgrade(conn: &Connection, from: i64, seed: bool) -> rusqlite::Result<()> {
+    let start = usize::try_from(from).unwrap_or(0);
+    for migration in MIGRATIONS.iter().skip(start) {
+        conn.execute_batch(migration)?;
+    }
+    if from == 0 {
+        conn.pragma_update(None, "application_id", APPLICATION_ID)?;
+        if seed {
+            let now = crate::note::now_rfc3339();
+            let mut insert = conn.prepare(
+                "INSERT INTO notes (id, title, tags, body, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+            )?;
+            for (id, title, tags, body) in SEED {
+                let tags = super::sqlite::tags_to_json(tags.iter().copied());
+                insert.execute(params![id, title, tags, body, now])?;
+            }
+        }
+    }
+    conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    Ok(())
+}

@@ -1,0 +1,585 @@
+//! The SQLite engine behind [`NoteBackend`].
+//!
+//! One writer connection behind a mutex takes every write in a `BEGIN IMMEDIATE` transaction;
+//! a small pool of reader connections serves reads in parallel, which WAL allows. The
+//! in-memory store has a single connection for everything.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rusqlite::config::DbConfig;
+use rusqlite::types::Type;
+use rusqlite::{
+    Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior, params,
+};
+
+use super::schema::{self, FileState, InspectError, SCHEMA_VERSION};
+use super::{
+    NoteBackend, NoteDraft, NoteSummary, PutMode, PutOutcome, SearchHit, StoreError,
+    StoreOptions, query,
+};
+use crate::note::{Note, normalize_tags, now_rfc3339};
+
+/// How long a connection waits for another one's lock before giving up with "busy".
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Prepared statements kept per connection; the store uses fewer than this.
+const STATEMENT_CACHE: usize = 32;
+/// The WAL file is cut back to this size after a checkpoint instead of staying at its peak.
+const WAL_SIZE_LIMIT: i64 = 32 * 1024 * 1024;
+/// Bounds the work one call can ask for, whatever the caller passes.
+const MAX_LIMIT: usize = 10_000;
+
+/// BM25 weights for title, tags and body: a word in the title counts most.
+const SEARCH_SQL: &str = "
+SELECT n.id, n.title, n.tags, -m.rank
+FROM (
+    SELECT rowid, rank FROM notes_fts
+    WHERE notes_fts MATCH ?1 AND rank MATCH 'bm25(10.0, 4.0, 1.0)'
+    ORDER BY rank LIMIT ?2
+) AS m
+JOIN notes AS n ON n.seq = m.rowid
+ORDER BY m.rank, n.id";
+
+/// As [`SEARCH_SQL`], keeping notes that carry all `?4` tags listed in the JSON array `?3`.
+/// The `+` keeps the tag test a filter on FTS5's rows rather than a rowid lookup per tagged
+/// note, so the FTS5 scan runs once and can still sort by rank itself.
+const SEARCH_TAGGED_SQL: &str = "
+SELECT n.id, n.title, n.tags, -m.rank
+FROM (
+    SELECT rowid, rank FROM notes_fts
+    WHERE notes_fts MATCH ?1 AND rank MATCH 'bm25(10.0, 4.0, 1.0)'
+      AND +rowid IN (
+          SELECT note FROM note_tags
+          WHERE tag IN (SELECT value FROM json_each(?3))
+          GROUP BY note HAVING count(*) = ?4
+      )
+    ORDER BY rank LIMIT ?2
+) AS m
+JOIN notes AS n ON n.seq = m.rowid
+ORDER BY m.rank, n.id";
+
+pub(super) struct SqliteBackend {
+    // Declared before `writer` so that readers close first and the writer, closing last,
+    // checkpoints the WAL into the main file and removes it.
+    readers: Option<ReaderPool>,
+    writer: Mutex<Connection>,
+    /// The file, or `None` in memory; named in error messages.
+    path: Option<PathBuf>,
+}
+
+impl SqliteBackend {
+    pub(super) fn open(path: &Path, options: &StoreOptions) -> Result<Self, StoreError> {
+        let open_error = |source: super::BoxError| StoreError::Open {
+            path: path.to_owned(),
+            source,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| StoreError::Open {
+                path: parent.to_owned(),
+                source: Box::new(e),
+            })?;
+        }
+        if path.is_dir() {
+            return Err(open_error("it is a folder, not a file".into()));
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| open_error(Box::new(e)))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| open_error(Box::new(e)))?;
+        // Closing the last connection checkpoints the WAL into the main file. A foreign WAL
+        // database with pending frames must not be touched, so that stays off until the file
+        // is known to be ours.
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .map_err(|e| open_error(Box::new(e)))?;
+
+        // Everything up to here only read. Look at the file inside one read transaction
+        // (a consistent snapshot that does not block writers in other processes).
+        let state = {
+            let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Deferred)
+                .map_err(|e| open_error(Box::new(e)))?;
+            schema::inspect(&tx, true)
+        };
+        let state = accept(path, state)?;
+
+        // The file is ours or blank: from here on writing is fine. Switching to WAL writes
+        // the header, which is why it waits for the checks above.
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(|e| open_error(Box::new(e)))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(path = %path.display(), %mode, "WAL unavailable; readers will wait for writers");
+        }
+        configure_writer(&conn).map_err(|e| open_error(Box::new(e)))?;
+
+        if state != FileState::Pkb(SCHEMA_VERSION) {
+            // IMMEDIATE takes the write lock before looking again, so two processes creating
+            // the same new file run one after the other and the second sees the first's work.
+            let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)
+                .map_err(|e| open_error(Box::new(e)))?;
+            match accept(path, schema::inspect(&tx, false))? {
+                FileState::Blank => {
+                    schema::upgrade(&tx, 0, options.seed).map_err(|e| open_error(Box::new(e)))?;
+                    tracing::info!(path = %path.display(), seeded = options.seed, "created note store");
+                }
+                FileState::Pkb(version) if version < SCHEMA_VERSION => {
+                    schema::upgrade(&tx, version, false).map_err(|e| open_error(Box::new(e)))?;
+                    tracing::info!(path = %path.display(), from = version, to = SCHEMA_VERSION, "migrated note store");
+                }
+                _ => {}
+            }
+            tx.commit().map_err(|e| open_error(Box::new(e)))?;
+        }
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, false)
+            .map_err(|e| open_error(Box::new(e)))?;
+
+        Ok(SqliteBackend {
+            readers: Some(ReaderPool::new(path.to_owned(), options.max_readers)),
+            writer: Mutex::new(conn),
+            path: Some(path.to_owned()),
+        })
+    }
+
+    pub(super) fn open_in_memory(seed: bool) -> Result<Self, StoreError> {
+        let fail = |e: rusqlite::Error| StoreError::Backend {
+            context: "cannot create the in-memory store".to_owned(),
+            source: Box::new(e),
+        };
+        let mut conn = Connection::open_in_memory().map_err(fail)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        schema::upgrade(&tx, 0, seed).map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        Ok(SqliteBackend {
+            readers: None,
+            writer: Mutex::new(conn),
+            path: None,
+        })
+    }
+
+    /// Wraps an engine error with what was being done and where.
+    fn fail(&self, action: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
+        move |e| StoreError::Backend {
+            context: match &self.path {
+                Some(path) => format!("cannot {action} in {}", path.display()),
+                None => format!("cannot {action} in the in-memory store"),
+            },
+            source: Box::new(e),
+        }
+    }
+
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        match &self.readers {
+            Some(pool) => pool.with(f),
+            None => f(&lock(&self.writer)),
+        }
+    }
+
+    /// Runs `f` in an IMMEDIATE transaction and commits it. Taking the write lock up front
+    /// means waiting for other writers honours the busy timeout; a deferred transaction that
+    /// upgrades from read to write gets SQLITE_BUSY at once instead.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        let mut conn = lock(&self.writer);
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+}
+
+/// Turns an inspection into the state to act on, or the error that refuses the file.
+fn accept(path: &Path, state: Result<FileState, InspectError>) -> Result<FileState, StoreError> {
+    let path = path.to_owned();
+    match state {
+        Ok(FileState::Foreign(reason)) => Err(StoreError::NotPkb { path, reason }),
+        Ok(FileState::TooNew(found)) => Err(StoreError::TooNew {
+            path,
+            found,
+            supported: SCHEMA_VERSION,
+        }),
+        Ok(FileState::Damaged(reason)) => Err(StoreError::Corrupt { path, reason }),
+        Ok(state) => Ok(state),
+        Err(InspectError::NotSqlite) => Err(StoreError::NotPkb {
+            path,
+            reason: "it is not an SQLite database".to_owned(),
+        }),
+        Err(InspectError::Corrupt(e)) => Err(StoreError::Corrupt {
+            path,
+            reason: e.to_string(),
+        }),
+        Err(InspectError::Other(e)) => Err(StoreError::Open {
+            path,
+            source: Box::new(e),
+        }),
+    }
+}
+
+/// Per-connection settings for the writer; none of them writes to the file.
+fn configure_writer(conn: &Connection) -> rusqlite::Result<()> {
+    // FULL syncs the WAL on every commit: an answered write survives power loss, not only a
+    // crash of the process. fullfsync matters on macOS only, where plain fsync stops at the
+    // drive's cache.
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "fullfsync", true)?;
+    conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(())
+}
+
+fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "query_only", true)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(conn)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock dropped its transaction, which rolled back, so the
+    // connection inside is still sound.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Reader connections, opened on demand up to `max` and reused.
+struct ReaderPool {
+    path: PathBuf,
+    max: usize,
+    state: Mutex<PoolState>,
+    returned: Condvar,
+}
+
+struct PoolState {
+    idle: Vec<Connection>,
+    open: usize,
+}
+
+impl ReaderPool {
+    fn new(path: PathBuf, max: usize) -> Self {
+        ReaderPool {
+            path,
+            max: max.max(1),
+            state: Mutex::new(PoolState {
+                idle: Vec::new(),
+                open: 0,
+            }),
+            returned: Condvar::new(),
+        }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+        let conn = self.checkout()?;
+        let slot = Slot { pool: self };
+        let out = f(&conn);
+        std::mem::forget(slot);
+        lock(&self.state).idle.push(conn);
+        self.returned.notify_one();
+        out
+    }
+
+    fn checkout(&self) -> rusqlite::Result<Connection> {
+        let mut state = lock(&self.state);
+        loop {
+            if let Some(conn) = state.idle.pop() {
+                return Ok(conn);
+            }
+            if state.open < self.max {
+                state.open += 1;
+                drop(state);
+                return open_reader(&self.path).inspect_err(|_| {
+                    lock(&self.state).open -= 1;
+                    self.returned.notify_one();
+                });
+            }
+            state = self
+                .returned
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// Frees a connection's place in the pool if the caller panics while using it (the connection
+/// itself is then dropped and closed).
+struct Slot<'a> {
+    pool: &'a ReaderPool,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        lock(&self.pool.state).open -= 1;
+        self.pool.returned.notify_one();
+    }
+}
+
+/// Tags as stored in `notes.tags`: a JSON array of strings.
+pub(super) fn tags_to_json<'a>(tags: impl Iterator<Item = &'a str>) -> String {
+    serde_json::Value::Array(tags.map(serde_json::Value::from).collect()).to_string()
+}
+
+fn tags_from_json(row: &Row<'_>, column: usize) -> rusqlite::Result<Vec<String>> {
+    let text: String = row.get(column)?;
+    serde_json::from_str(&text)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(column, Type::Text, Box::new(e)))
+}
+
+fn note_from_row(row: &Row<'_>) -> rusqlite::Result<Note> {
+    Ok(Note {
+        id: row.get(0)?,
+        title: row.get(1)?,
+        tags: tags_from_json(row, 2)?,
+        body: row.get(3)?,
+        created_at: row.get(4)?,
+        updated_at: row.get(5)?,
+    })
+}
+
+fn sql_limit(limit: usize) -> i64 {
+    i64::try_from(limit.min(MAX_LIMIT)).unwrap_or(0)
+}
+
+/// One put inside the caller's transaction.
+fn put_in(tx: &Connection, draft: NoteDraft, mode: PutMode, now: &str) -> rusqlite::Result<PutOutcome> {
+    let existing: Option<String> = tx
+        .prepare_cached("SELECT created_at FROM notes WHERE id = ?1")?
+        .query_row([&draft.id], |r| r.get(0))
+        .optional()?;
+    let tags = tags_to_json(draft.tags.iter().map(String::as_str));
+    match (existing, mode) {
+        (Some(_), PutMode::CreateOnly) => Ok(PutOutcome::Exists),
+        (Some(created_at), PutMode::Replace) => {
+            tx.prepare_cached(
+                "UPDATE notes SET title = ?2, tags = ?3, body = ?4, updated_at = ?5 WHERE id = ?1",
+            )?
+            .execute(params![draft.id, draft.title, tags, draft.body, now])?;
+            Ok(PutOutcome::Replaced(Note {
+                id: draft.id,
+                title: draft.title,
+                tags: draft.tags,
+                body: draft.body,
+                created_at,
+                updated_at: now.to_owned(),
+            }))
+        }
+        (None, _) => {
+            tx.prepare_cached(
+                "INSERT INTO notes (id, title, tags, body, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+            )?
+            .execute(params![draft.id, draft.title, tags, draft.body, now])?;
+            Ok(PutOutcome::Created(Note {
+                id: draft.id,
+                title: draft.title,
+                tags: draft.tags,
+                body: draft.body,
+                created_at: now.to_owned(),
+                updated_at: now.to_owned(),
+            }))
+        }
+    }
+}
+
+/// Up to `limit` values from a sorted `query` (bound to `prefix`) that start with `prefix`.
+/// Comparing in Rust rather than with LIKE or GLOB keeps `%`, `_`, `*`, `?` and `[` literal.
+fn sorted_with_prefix(
+    conn: &Connection,
+    sql: &str,
+    prefix: &str,
+    limit: usize,
+) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query([prefix])?;
+    let mut out = Vec::new();
+    while out.len() < limit.min(MAX_LIMIT) {
+        let Some(row) = rows.next()? else { break };
+        let value: String = row.get(0)?;
+        // Values >= prefix that start with it come first in sort order, so the first one
+        // that does not ends the run.
+        if !value.starts_with(prefix) {
+            break;
+        }
+        out.push(value);
+    }
+    Ok(out)
+}
+
+impl NoteBackend for SqliteBackend {
+    fn get(&self, id: &str) -> Result<Option<Note>, StoreError> {
+        self.read(|conn| {
+            conn.prepare_cached(
+                "SELECT id, title, tags, body, created_at, updated_at FROM notes WHERE id = ?1",
+            )?
+            .query_row([id], note_from_row)
+            .optional()
+        })
+        .map_err(self.fail("read a note"))
+    }
+
+    fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
+        self.write(|tx| put_in(tx, draft, mode, &now_rfc3339()))
+            .map_err(self.fail("save a note"))
+    }
+
+    fn put_many(
+        &self,
+        drafts: Vec<NoteDraft>,
+        mode: PutMode,
+    ) -> Result<Vec<PutOutcome>, StoreError> {
+        self.write(|tx| {
+            let now = now_rfc3339();
+            drafts
+                .into_iter()
+                .map(|draft| put_in(tx, draft, mode, &now))
+                .collect()
+        })
+        .map_err(self.fail("save notes"))
+    }
+
+    fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        self.write(|tx| {
+            let n = tx
+                .prepare_cached("DELETE FROM notes WHERE id = ?1")?
+                .execute([id])?;
+            Ok(n > 0)
+        })
+        .map_err(self.fail("delete a note"))
+    }
+
+    fn list(&self, after: Option<&str>, limit: usize) -> Result<Vec<NoteSummary>, StoreError> {
+        self.read(|conn| {
+            conn.prepare_cached(
+                "SELECT id, title, tags, updated_at FROM notes WHERE id > ?1 ORDER BY id LIMIT ?2",
+            )?
+            .query_map(params![after.unwrap_or(""), sql_limit(limit)], |row| {
+                Ok(NoteSummary {
+                    id: row.get(0)?,
+                    title: row.get(1)?,
+                    tags: tags_from_json(row, 2)?,
+                    updated_at: row.get(3)?,
+                })
+            })?
+            .collect()
+        })
+        .map_err(self.fail("list notes"))
+    }
+
+    fn count(&self) -> Result<u64, StoreError> {
+        self.read(|conn| {
+            conn.prepare_cached("SELECT count(*) FROM notes")?
+                .query_row([], |r| r.get::<_, i64>(0))
+        })
+        .map(|n| u64::try_from(n).unwrap_or(0))
+        .map_err(self.fail("count notes"))
+    }
+
+    fn search(
+        &self,
+        query: &str,
+        tags: &[String],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        let Some(expr) = query::match_expression(query) else {
+            return Ok(Vec::new());
+        };
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let tags = normalize_tags(tags);
+        let hit = |row: &Row<'_>| {
+            Ok(SearchHit {
+                id: row.get(0)?,
+                title: row.get(1)?,
+                tags: tags_from_json(row, 2)?,
+                score: row.get(3)?,
+            })
+        };
+        self.read(|conn| {
+            if tags.is_empty() {
+                conn.prepare_cached(SEARCH_SQL)?
+                    .query_map(params![expr, sql_limit(limit)], hit)?
+                    .collect()
+            } else {
+                let wanted = tags_to_json(tags.iter().map(String::as_str));
+                let n = i64::try_from(tags.len()).unwrap_or(i64::MAX);
+                conn.prepare_cached(SEARCH_TAGGED_SQL)?
+                    .query_map(params![expr, sql_limit(limit), wanted, n], hit)?
+                    .collect()
+            }
+        })
+        .map_err(self.fail("search notes"))
+    }
+
+    fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.read(|conn| {
+            sorted_with_prefix(
+                conn,
+                "SELECT id FROM notes WHERE id >= ?1 ORDER BY id",
+                prefix,
+                limit,
+            )
+        })
+        .map_err(self.fail("list note ids"))
+    }
+
+    fn tags_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.read(|conn| {
+            sorted_with_prefix(
+                conn,
+                "SELECT DISTINCT tag FROM note_tags WHERE tag >= ?1 ORDER BY tag",
+                prefix,
+                limit,
+            )
+        })
+        .map_err(self.fail("list tags"))
+    }
+
+    fn verify(&self) -> Result<(), StoreError> {
+        let problems = self
+            .read(|conn| {
+                let mut stmt = conn.prepare("PRAGMA integrity_check(5)")?;
+                let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(self.fail("check the store"))?;
+        let mut problems: Vec<String> = problems.into_iter().filter(|p| p != "ok").collect();
+        // FTS5 compares its index with the notes table; it is an INSERT, so it needs the
+        // writer, and it changes nothing.
+        let fts = self.write(|tx| {
+            tx.execute(
+                "INSERT INTO notes_fts (notes_fts, rank) VALUES ('integrity-check', 1)",
+                [],
+            )
+        });
+        if let Err(e) = fts {
+            problems.push(format!("search index: {e}"));
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let reason = problems.join("; ").replace('\n', " ");
+        match &self.path {
+            Some(path) => Err(StoreError::Corrupt {
+                path: path.clone(),
+                reason,
+            }),
+            None => Err(StoreError::Backend {
+                context: "the in-memory store failed its check".to_owned(),
+                source: reason.into(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! `search`: full-text search over titles, tags and bodies.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::resources::note_uri;
+use crate::{Context, ToolError, pkb_tool};
+
+/// What `search` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchOutput {
+    /// The matching notes, best first.
+    pub results: Vec<SearchResult>,
+}
+
+/// One matching note, without its body: `fetch` it to read it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchResult {
+    /// The note's ID.
+    pub id: String,
+    /// The note's title.
+    pub title: String,
+    /// The note's tags.
+    pub tags: Vec<String>,
+    /// The note's resource URI.
+    pub uri: String,
+    /// Relevance, higher is better.
+    pub score: f64,
+}
+
+/// Searches notes by words. Every word must match (as a word or a word's start, ignoring case
+/// and accents) in the title, tags or body; title matches rank highest. Returns IDs and titles
+/// only: use `fetch` to read a note.
+#[pkb_tool(read_only, idempotent)]
+pub async fn search(
+    ctx: &Context,
+    /// Words to look for, for example `deploy check`.
+    #[arg(trim, min_len = 1, max_len = 200)]
+    query: String,
+    /// Only notes that carry all of these tags.
+    #[arg(default, trim, max_items = 20, item_min_len = 1, item_max_len = 40)]
+    tags: Vec<String>,
+    /// The most results to return.
+    #[arg(default = 10, min = 1, max = 50)]
+    limit: u32,
+) -> Result<SearchOutput, ToolError> {
+    let hits = ctx.store().search(&query, &tags, limit as usize).await?;
+    let results = hits
+        .into_iter()
+        .map(|hit| SearchResult {
+            uri: note_uri(&hit.id),
+            id: hit.id,
+            title: hit.title,
+            tags: hit.tags,
+            score: hit.score,
+        })
+        .collect();
+    Ok(SearchOutput { results })
+}

@@ -1,0 +1,102 @@
+//! `summarize` and `summarize_and_save`.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::note::{BODY_MAX_CHARS, ID_MAX_CHARS, TAGS_MAX, TITLE_MAX_CHARS, normalize_tags};
+use crate::store::NoteDraft;
+use crate::summary::{SummarySource, cut_at_word, summarize as summarize_note};
+use crate::tools::fetch::not_found;
+use crate::tools::write::save;
+use crate::{Context, ToolError, pkb_tool};
+
+/// What `summarize` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SummarizeOutput {
+    /// The note's ID.
+    pub id: String,
+    /// The summary.
+    pub summary: String,
+    /// `sampling` when the client's model wrote it, `extractive` for the note's first sentences.
+    pub source: SummarySource,
+}
+
+/// Summarizes one note. Asks the client's model through sampling when the client supports it;
+/// otherwise returns the note's first sentences (source `extractive`).
+#[pkb_tool(read_only)]
+pub async fn summarize(
+    ctx: &Context,
+    /// The ID of the note to summarize.
+    #[arg(trim, min_len = 1, max_len = 100)]
+    id: String,
+) -> Result<SummarizeOutput, ToolError> {
+    let (summary, source) = summary_of(ctx, &id).await?.1;
+    Ok(SummarizeOutput { id, summary, source })
+}
+
+/// What `summarize_and_save` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SummarizeAndSaveOutput {
+    /// The ID of the saved summary note, `<id>-summary`.
+    pub id: String,
+    /// `sampling` or `extractive`, as for `summarize`.
+    pub source: SummarySource,
+}
+
+/// Summarizes one note as `summarize` does, then saves the summary as the note
+/// `<id>-summary` (title "Summary of <title>", the source's tags plus `summary`). This replaces
+/// an earlier summary of the same note. When summarizing fails, nothing is saved.
+#[pkb_tool(destructive, text = saved_summary_text)]
+pub async fn summarize_and_save(
+    ctx: &Context,
+    /// The ID of the note to summarize.
+    #[arg(trim, min_len = 1, max_len = 100)]
+    id: String,
+) -> Result<SummarizeAndSaveOutput, ToolError> {
+    let (note, (summary, source)) = summary_of(ctx, &id).await?;
+    let mut tags = note.tags.clone();
+    tags.truncate(TAGS_MAX - 1);
+    tags.push("summary".into());
+    let draft = NoteDraft {
+        id: summary_id(&note.id),
+        title: cut_at_word(&format!("Summary of {}", note.title), TITLE_MAX_CHARS),
+        tags: normalize_tags(tags),
+        body: summary.chars().take(BODY_MAX_CHARS).collect(),
+    };
+    let saved = save(ctx, draft, true).await?;
+    Ok(SummarizeAndSaveOutput { id: saved.id, source })
+}
+
+fn saved_summary_text(output: &SummarizeAndSaveOutput) -> String {
+    format!("saved: {}", output.id)
+}
+
+/// `<id>-summary`, with the source ID shortened when the whole would pass the ID limit.
+fn summary_id(id: &str) -> String {
+    const SUFFIX: &str = "-summary";
+    let base: String = id.chars().take(ID_MAX_CHARS - SUFFIX.len()).collect();
+    format!("{}{SUFFIX}", base.trim_end_matches('-'))
+}
+
+async fn summary_of(
+    ctx: &Context,
+    id: &str,
+) -> Result<(crate::note::Note, (String, SummarySource)), ToolError> {
+    let note = ctx.store().get(id).await?.ok_or_else(|| not_found(id))?;
+    let summary = summarize_note(ctx, &note)
+        .await
+        .map_err(|reason| ToolError::new(format!("summarize failed: {reason}")))?;
+    Ok((note, summary))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summary_id;
+
+    #[test]
+    fn summary_ids_stay_within_the_limit() {
+        assert_eq!(summary_id("todo"), "todo-summary");
+        let long = "a".repeat(100);
+        assert_eq!(summary_id(&long).chars().count(), 100);
+    }
+}

@@ -1,0 +1,175 @@
+//! Newline-delimited JSON-RPC over a byte stream, answering what rmcp's own stdio transport
+//! drops: lines that are not JSON (-32700), JSON that is not a message (-32600), and lines
+//! longer than [`MAX_MESSAGE_BYTES`] (refused without being buffered).
+
+use std::sync::Arc;
+
+use rmcp::RoleServer;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex;
+
+/// The longest message accepted, in bytes. A longer line is answered with a parse error and
+/// skipped, so memory stays bounded whatever a client sends.
+pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// A line-delimited JSON-RPC transport for the server side.
+pub struct LineTransport<R, W> {
+    reader: BufReader<R>,
+    writer: Arc<Mutex<W>>,
+    line: Vec<u8>,
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    /// A transport reading requests from `reader` and writing answers to `writer`.
+    pub fn new(reader: R, writer: W) -> Self {
+        Self {
+            reader: BufReader::with_capacity(64 * 1024, reader),
+            writer: Arc::new(Mutex::new(writer)),
+            line: Vec::with_capacity(4096),
+        }
+    }
+
+    /// Reads one line into `self.line`, keeping at most `MAX_MESSAGE_BYTES`. Returns `None`
+    /// at end of input, `Some(false)` for a line that was too long (its rest is discarded).
+    async fn read_line(&mut self) -> std::io::Result<Option<bool>> {
+        self.line.clear();
+        let mut overflow = false;
+        loop {
+            let buffer = self.reader.fill_buf().await?;
+            if buffer.is_empty() {
+                return Ok(if self.line.is_empty() && !overflow { None } else { Some(!overflow) });
+            }
+            let (chunk, found) = match buffer.iter().position(|&b| b == b'\n') {
+                Some(end) => (&buffer[..end], Some(end + 1)),
+                None => (buffer, None),
+            };
+            if !overflow {
+                if self.line.len() + chunk.len() > MAX_MESSAGE_BYTES {
+                    overflow = true;
+                    self.line.clear();
+                } else {
+                    self.line.extend_from_slice(chunk);
+                }
+            }
+            let consumed = found.unwrap_or(buffer.len());
+            self.reader.consume(consumed);
+            if found.is_some() {
+                return Ok(Some(!overflow));
+            }
+        }
+    }
+
+}
+
+async fn answer_error<W: AsyncWrite + Unpin>(writer: &Mutex<W>, id: Value, code: i64, message: String) {
+    let line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    if let Err(error) = write_line(writer, &line).await {
+        tracing::warn!(%error, "could not write an error answer");
+    }
+}
+
+async fn write_line<W: AsyncWrite + Unpin, T: serde::Serialize>(
+    writer: &Mutex<W>,
+    message: &T,
+) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec(message).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    let mut writer = writer.lock().await;
+    writer.write_all(&bytes).await?;
+    writer.flush().await
+}
+
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let writer = self.writer.clone();
+        async move { write_line(&writer, &item).await }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let complete = match self.read_line().await {
+                Ok(Some(complete)) => complete,
+                Ok(None) => return None,
+                Err(error) => {
+                    tracing::info!(%error, "stdin closed");
+                    return None;
+                }
+            };
+            if !complete {
+                answer_error(
+                    &self.writer,
+                    Value::Null,
+                    -32700,
+                    format!("parse error: message longer than {MAX_MESSAGE_BYTES} bytes"),
+                )
+                .await;
+                continue;
+            }
+            let line = trim_ascii(&self.line);
+            if line.is_empty() {
+                continue;
+            }
+            let value: Value = match serde_json::from_slice(line) {
+                Ok(value) => value,
+                Err(error) => {
+                    answer_error(&self.writer, Value::Null, -32700, format!("parse error: {error}")).await;
+                    continue;
+                }
+            };
+            let id = invalid_answer_id(&value);
+            match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {
+                Ok(message) => return Some(message),
+                Err(error) => {
+                    if let Some(id) = id {
+                        answer_error(&self.writer, id, -32600, format!("invalid request: {error}")).await;
+                    } else {
+                        tracing::debug!(%error, "ignored an invalid message without an id");
+                    }
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.writer.lock().await.flush().await
+    }
+}
+
+/// The id to answer an invalid message with, or `None` when it must not be answered: a
+/// notification (no id) or a response (`result`/`error`) gets no reply, as JSON-RPC says.
+fn invalid_answer_id(value: &Value) -> Option<Value> {
+    let Some(object) = value.as_object() else {
+        return Some(Value::Null);
+    };
+    let id = || match object.get("id") {
+        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+        _ => Value::Null,
+    };
+    if object.contains_key("method") {
+        object.contains_key("id").then(id)
+    } else if object.contains_key("result") || object.contains_key("error") {
+        None
+    } else {
+        Some(id())
+    }
+}
+
+fn trim_ascii(bytes: &[u8]) -> &[u8] {
+    bytes.trim_ascii()
+}

@@ -1,0 +1,138 @@
+//! `#[arg(...)]` on a fn parameter: the constraints of one argument, declared once.
+
+use proc_macro2::Span;
+use syn::{Attribute, Expr, Lit, LitInt};
+
+/// A constraint with the span of its key, so a misplaced rule is reported where it is written.
+pub struct Rule<T> {
+    pub value: T,
+    pub span: Span,
+}
+
+/// How the default of an optional argument is written.
+pub enum DefaultValue {
+    /// `default`: the type's `Default`.
+    Implied(Span),
+    /// `default = expr`.
+    Given(Box<Expr>),
+}
+
+/// Every rule `#[arg(...)]` accepts. `None` means the rule was not given.
+#[derive(Default)]
+pub struct ArgRules {
+    pub trim: Option<Rule<()>>,
+    pub single_line: Option<Rule<()>>,
+    pub min_len: Option<Rule<u64>>,
+    pub max_len: Option<Rule<u64>>,
+    pub min_items: Option<Rule<u64>>,
+    pub max_items: Option<Rule<u64>>,
+    pub item_min_len: Option<Rule<u64>>,
+    pub item_max_len: Option<Rule<u64>>,
+    pub min: Option<Rule<f64>>,
+    pub max: Option<Rule<f64>>,
+    pub default: Option<DefaultValue>,
+}
+
+const ARG_KEYS: &str = "`default`, `trim`, `single_line`, `min_len`, `max_len`, `min_items`, `max_items`, `item_min_len`, `item_max_len`, `min`, `max`";
+
+/// Parses every `#[arg(...)]` attribute in `attrs`, collecting errors.
+pub fn parse(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> ArgRules {
+    let mut rules = ArgRules::default();
+    for attr in attrs.iter().filter(|a| a.path().is_ident("arg")) {
+        let result = attr.parse_nested_meta(|meta| {
+            let key = meta
+                .path
+                .get_ident()
+                .map(ToString::to_string)
+                .ok_or_else(|| meta.error(format!("expected one of: {ARG_KEYS}")))?;
+            let span = meta.path.get_ident().map_or_else(Span::call_site, |i| i.span());
+            let dup = || meta.error(format!("duplicate rule `{key}`: give it once"));
+            macro_rules! once {
+                ($slot:expr, $value:expr) => {{
+                    if $slot.is_some() {
+                        return Err(dup());
+                    }
+                    $slot = Some(Rule { value: $value, span });
+                    Ok(())
+                }};
+            }
+            match key.as_str() {
+                "trim" => once!(rules.trim, ()),
+                "single_line" => once!(rules.single_line, ()),
+                "min_len" => once!(rules.min_len, count(&meta)?),
+                "max_len" => once!(rules.max_len, count(&meta)?),
+                "min_items" => once!(rules.min_items, count(&meta)?),
+                "max_items" => once!(rules.max_items, count(&meta)?),
+                "item_min_len" => once!(rules.item_min_len, count(&meta)?),
+                "item_max_len" => once!(rules.item_max_len, count(&meta)?),
+                "min" => once!(rules.min, number(&meta)?),
+                "max" => once!(rules.max, number(&meta)?),
+                "default" => {
+                    if rules.default.is_some() {
+                        return Err(dup());
+                    }
+                    rules.default = Some(if meta.input.peek(syn::Token![=]) {
+                        DefaultValue::Given(Box::new(meta.value()?.parse()?))
+                    } else {
+                        DefaultValue::Implied(span)
+                    });
+                    Ok(())
+                }
+                _ => Err(meta.error(format!(
+                    "unknown `arg` rule `{key}`; expected one of: {ARG_KEYS}"
+                ))),
+            }
+        });
+        if let Err(error) = result {
+            errors.push(error);
+        }
+    }
+    check_bounds(&rules, errors);
+    rules
+}
+
+fn check_bounds(rules: &ArgRules, errors: &mut Vec<syn::Error>) {
+    let pairs = [
+        (&rules.min_len, &rules.max_len, "min_len", "max_len"),
+        (&rules.min_items, &rules.max_items, "min_items", "max_items"),
+        (&rules.item_min_len, &rules.item_max_len, "item_min_len", "item_max_len"),
+    ];
+    for (low, high, low_key, high_key) in pairs {
+        if let (Some(low), Some(high)) = (low, high)
+            && low.value > high.value
+        {
+            errors.push(syn::Error::new(
+                low.span,
+                format!("`{low_key}` ({}) is greater than `{high_key}` ({})", low.value, high.value),
+            ));
+        }
+    }
+    if let (Some(low), Some(high)) = (&rules.min, &rules.max)
+        && low.value > high.value
+    {
+        errors.push(syn::Error::new(
+            low.span,
+            format!("`min` ({}) is greater than `max` ({})", low.value, high.value),
+        ));
+    }
+}
+
+fn count(meta: &syn::meta::ParseNestedMeta) -> syn::Result<u64> {
+    let lit: LitInt = meta.value()?.parse()?;
+    lit.base10_parse()
+}
+
+/// A number literal, optionally negative: `min = -5`, `max = 2.5`.
+fn number(meta: &syn::meta::ParseNestedMeta) -> syn::Result<f64> {
+    let input = meta.value()?;
+    let negative = input.peek(syn::Token![-]);
+    if negative {
+        input.parse::<syn::Token![-]>()?;
+    }
+    let value = match input.parse::<Lit>()? {
+        Lit::Int(int) => int.base10_parse::<f64>()?,
+        Lit::Float(float) => float.base10_parse::<f64>()?,
+        other => return Err(syn::Error::new(other.span(), "expected a number")),
+    };
+    Ok(if negative { -value } else { value })
+}

@@ -1,0 +1,226 @@
+//! The model of an annotated fn: its documentation, its context parameter and its arguments.
+
+use proc_macro2::{Span, TokenStream};
+use syn::spanned::Spanned;
+use syn::{Attribute, Expr, FnArg, Ident, ItemFn, Lit, Meta, Pat, Type};
+
+use crate::arg::{self, ArgRules};
+
+/// One annotated fn, ready for validation and expansion.
+pub struct Handler {
+    /// The fn as the user wrote it, minus the attributes the macro consumes on parameters.
+    pub item: ItemFn,
+    /// The doc comment, joined and trimmed.
+    pub doc: Option<String>,
+    /// The parameters in declaration order.
+    pub params: Vec<Param>,
+}
+
+/// A parameter: the framework's context, or an argument the client sends.
+pub enum Param {
+    Context,
+    Argument(Argument),
+}
+
+/// An argument the client sends, with its schema rules.
+pub struct Argument {
+    pub ident: Ident,
+    pub ty: Type,
+    pub doc: Option<String>,
+    pub rules: ArgRules,
+}
+
+impl Handler {
+    /// The arguments alone, in order.
+    pub fn arguments(&self) -> impl Iterator<Item = &Argument> {
+        self.params.iter().filter_map(|p| match p {
+            Param::Argument(a) => Some(a),
+            Param::Context => None,
+        })
+    }
+}
+
+/// Parses `item` as an `async fn` for `macro_name`. On a hard parse failure the tokens are
+/// returned untouched so they can be re-emitted.
+pub fn from_syn(
+    item: TokenStream,
+    macro_name: &str,
+    errors: &mut Vec<syn::Error>,
+) -> Result<Handler, TokenStream> {
+    let mut item: ItemFn = match syn::parse2(item.clone()) {
+        Ok(item) => item,
+        Err(_) => {
+            errors.push(syn::Error::new(
+                Span::call_site(),
+                format!("`#[{macro_name}]` applies to an `async fn`"),
+            ));
+            return Err(item);
+        }
+    };
+    let sig = &item.sig;
+    if sig.asyncness.is_none() {
+        errors.push(syn::Error::new(
+            sig.fn_token.span,
+            format!("`#[{macro_name}]` needs an `async fn`: add `async` before `fn`"),
+        ));
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        errors.push(syn::Error::new(
+            sig.generics.span(),
+            format!("`#[{macro_name}]` fns cannot be generic: use concrete argument types"),
+        ));
+    }
+    if let Some(variadic) = &sig.variadic {
+        errors.push(syn::Error::new(variadic.span(), "variadic arguments are not supported"));
+    }
+    let doc = doc_of(&item.attrs);
+    let mut params = Vec::new();
+    let mut context_seen = false;
+    for input in item.sig.inputs.iter_mut() {
+        match input {
+            FnArg::Receiver(receiver) => errors.push(syn::Error::new(
+                receiver.span(),
+                format!(
+                    "`#[{macro_name}]` fns are free functions: remove `self` and reach shared state through `ctx: &Context`"
+                ),
+            )),
+            FnArg::Typed(pat_type) => {
+                let rules = arg::parse(&pat_type.attrs, errors);
+                let arg_doc = doc_of(&pat_type.attrs);
+                pat_type
+                    .attrs
+                    .retain(|a| !a.path().is_ident("arg") && !a.path().is_ident("doc"));
+                match context_kind(&pat_type.ty) {
+                    ContextKind::Shared => {
+                        if context_seen {
+                            errors.push(syn::Error::new(
+                                pat_type.ty.span(),
+                                "only one `&Context` parameter is allowed",
+                            ));
+                        }
+                        context_seen = true;
+                        reject_rules_on_context(&rules, errors);
+                        params.push(Param::Context);
+                        continue;
+                    }
+                    ContextKind::Wrong(message) => {
+                        errors.push(syn::Error::new(pat_type.ty.span(), message));
+                        params.push(Param::Context);
+                        continue;
+                    }
+                    ContextKind::NotContext => {}
+                }
+                let ident = match &*pat_type.pat {
+                    Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => {
+                        pat.ident.clone()
+                    }
+                    other => {
+                        errors.push(syn::Error::new(
+                            other.span(),
+                            "arguments must be plain names such as `query: String`; patterns are not supported",
+                        ));
+                        continue;
+                    }
+                };
+                if let Type::Reference(reference) = &*pat_type.ty {
+                    errors.push(syn::Error::new(
+                        reference.span(),
+                        "arguments are deserialized into owned values: use an owned type such as `String` instead of a reference",
+                    ));
+                    continue;
+                }
+                params.push(Param::Argument(Argument {
+                    ident,
+                    ty: (*pat_type.ty).clone(),
+                    doc: arg_doc,
+                    rules,
+                }));
+            }
+        }
+    }
+    Ok(Handler { item, doc, params })
+}
+
+enum ContextKind {
+    Shared,
+    Wrong(String),
+    NotContext,
+}
+
+/// The context is recognised by its type, `&Context`; a `Context` taken any other way is an
+/// error rather than silently becoming a client argument.
+fn context_kind(ty: &Type) -> ContextKind {
+    fn names_context(ty: &Type) -> bool {
+        match ty {
+            Type::Path(path) => path
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "Context" && s.arguments.is_none()),
+            Type::Paren(inner) => names_context(&inner.elem),
+            Type::Group(inner) => names_context(&inner.elem),
+            _ => false,
+        }
+    }
+    match ty {
+        Type::Reference(reference) if names_context(&reference.elem) => {
+            if reference.mutability.is_some() {
+                ContextKind::Wrong(
+                    "the context is shared: take it as `&Context`, not `&mut Context`".into(),
+                )
+            } else {
+                ContextKind::Shared
+            }
+        }
+        other if names_context(other) => ContextKind::Wrong(
+            "take the context by reference: `ctx: &Context`".into(),
+        ),
+        _ => ContextKind::NotContext,
+    }
+}
+
+fn reject_rules_on_context(rules: &ArgRules, errors: &mut Vec<syn::Error>) {
+    let spans = [
+        rules.trim.as_ref().map(|r| r.span),
+        rules.single_line.as_ref().map(|r| r.span),
+        rules.min_len.as_ref().map(|r| r.span),
+        rules.max_len.as_ref().map(|r| r.span),
+        rules.min_items.as_ref().map(|r| r.span),
+        rules.max_items.as_ref().map(|r| r.span),
+        rules.item_min_len.as_ref().map(|r| r.span),
+        rules.item_max_len.as_ref().map(|r| r.span),
+        rules.min.as_ref().map(|r| r.span),
+        rules.max.as_ref().map(|r| r.span),
+    ];
+    if let Some(span) = spans.into_iter().flatten().next() {
+        errors.push(syn::Error::new(span, "`#[arg]` rules apply to client arguments, not to the context"));
+    }
+}
+
+/// The doc comment of `attrs` as one trimmed text, or `None` when there is none.
+pub fn doc_of(attrs: &[Attribute]) -> Option<String> {
+    let lines: Vec<String> = attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .filter_map(|a| match &a.meta {
+            Meta::NameValue(nv) => match &nv.value {
+                Expr::Lit(expr) => match &expr.lit {
+                    Lit::Str(s) => Some(s.value()),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        })
+        .map(|line| line.strip_prefix(' ').unwrap_or(&line).trim_end().to_string())
+        .collect();
+    // Source line breaks inside a paragraph are wrapping, not meaning: join them with spaces
+    // and keep blank lines as paragraph breaks.
+    let text = lines
+        .split(|line| line.trim().is_empty())
+        .map(|paragraph| paragraph.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" "))
+        .filter(|paragraph| !paragraph.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    (!text.is_empty()).then_some(text)
+}

@@ -1,0 +1,593 @@
+//! Code generation for the three macros. Generated code names only `::core`, `::std` and
+//! `::pkb_core::__private` paths, and on any error the user's fn is emitted unchanged beside
+//! the errors, with no registration.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Ident, LitStr, Path, ReturnType, Type};
+
+use crate::arg::DefaultValue;
+use crate::ast::{self, Argument, Handler, Param};
+use crate::attr;
+use crate::uri_template;
+
+/// `#[pkb_tool]`.
+pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors = Vec::new();
+    let attr = attr::parse_tool(args, &mut errors);
+    let handler = match ast::from_syn(item, "pkb_tool", &mut errors) {
+        Ok(handler) => handler,
+        Err(tokens) => return with_errors(tokens, errors).into(),
+    };
+    let description = description(&handler, attr.description.as_ref(), "tool", &mut errors);
+    check_argument_docs(&handler, &mut errors);
+    let name = registered_name(&handler, attr.name.as_ref(), &mut errors);
+    if let (Some(ro), Some(de)) = (&attr.read_only, &attr.destructive)
+        && ro.value
+        && de.value
+    {
+        errors.push(syn::Error::new(
+            de.span,
+            "a tool cannot be both `read_only` and `destructive`: a read-only tool changes nothing; drop one of them",
+        ));
+    }
+    let ret = return_type(&handler, "Result<T, ToolError>", &mut errors);
+    if !errors.is_empty() {
+        return with_errors(TokenStream::new(), errors).with_item(&handler);
+    }
+    let ret = ret.expect("checked above");
+    let flag = |f: &Option<attr::Spanned<bool>>| f.as_ref().is_some_and(|f| f.value);
+    let (read_only, destructive, idempotent, open_world) = (
+        flag(&attr.read_only),
+        flag(&attr.destructive),
+        flag(&attr.idempotent),
+        flag(&attr.open_world),
+    );
+    let title = option_str(attr.title.as_ref().map(LitStr::value));
+    let specs = arg_specs(&handler);
+    let checks = argument_checks(&handler, ArgumentUse::Tool);
+    let (bindings, call_args) = bind_arguments(&handler, quote!(__pkb::tool_invalid));
+    let fn_ident = &handler.item.sig.ident;
+    let text = match &attr.text {
+        Some(path) => quote_spanned! {path.span()=>
+            {
+                let __text: fn(&<#ret as __pkb::ToolReturn>::Output) -> ::std::string::String = #path;
+                ::core::option::Option::Some(__text)
+            }
+        },
+        None => quote!(::core::option::Option::None),
+    };
+    let output_schema = quote_spanned! {ret.span()=> __pkb::output_schema_of::<#ret>};
+    let item = &handler.item;
+    quote! {
+        #item
+
+        #[doc(hidden)]
+        const _: () = {
+            use ::pkb_core::__private as __pkb;
+            #checks
+            static __PKB_ARGS: &[__pkb::ArgSpec] = &[#(#specs),*];
+            fn __pkb_call(
+                ctx: __pkb::Context,
+                arguments: ::core::option::Option<__pkb::JsonObject>,
+            ) -> __pkb::BoxFuture<'static, __pkb::CallToolResult> {
+                ::std::boxed::Box::pin(async move {
+                    let __values = match __pkb::validate_args(__PKB_ARGS, arguments) {
+                        ::core::result::Result::Ok(values) => values,
+                        ::core::result::Result::Err(invalid) => return __pkb::tool_invalid(invalid),
+                    };
+                    let mut __values = __values.into_iter();
+                    #bindings
+                    let __result: #ret = #fn_ident(#call_args).await;
+                    __pkb::tool_reply(__result, #text)
+                })
+            }
+            static __PKB_TOOL: __pkb::ToolDef = __pkb::ToolDef {
+                name: #name,
+                title: #title,
+                description: #description,
+                args: __PKB_ARGS,
+                annotations: __pkb::Annotations {
+                    read_only: #read_only,
+                    destructive: #destructive,
+                    idempotent: #idempotent,
+                    open_world: #open_world,
+                },
+                output_schema: #output_schema,
+                call: __pkb_call,
+            };
+            __pkb::inventory::submit! { __pkb::ToolRegistration(&__PKB_TOOL) }
+        };
+    }
+}
+
+/// `#[pkb_resource]`.
+pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors = Vec::new();
+    let attr = attr::parse_resource(args, &mut errors);
+    let handler = match ast::from_syn(item, "pkb_resource", &mut errors) {
+        Ok(handler) => handler,
+        Err(tokens) => return with_errors(tokens, errors).into(),
+    };
+    let description = description(&handler, attr.description.as_ref(), "resource", &mut errors);
+    let name = registered_name(&handler, attr.name.as_ref(), &mut errors);
+    let ret = return_type(&handler, "Result<String, ResourceError>", &mut errors);
+    let variables = match &attr.uri {
+        None => {
+            errors.push(syn::Error::new(
+                Span::call_site(),
+                "missing `uri`: add `uri = \"scheme://path\"` or a template such as `uri = \"pkb://notes/{id}\"`",
+            ));
+            Vec::new()
+        }
+        Some(uri) => match uri_template::variables(&uri.value()) {
+            Ok(vars) => vars,
+            Err(message) => {
+                errors.push(syn::Error::new(uri.span(), message));
+                Vec::new()
+            }
+        },
+    };
+    if let Some(uri) = &attr.uri {
+        check_template_bindings(&handler, uri, &variables, &mut errors);
+    }
+    check_completions(&attr.complete, &variables, "a variable of the URI template", &mut errors);
+    for argument in handler.arguments() {
+        if let Some(span) = first_rule_span(argument) {
+            errors.push(syn::Error::new(
+                span,
+                "`#[arg]` rules apply to tool and prompt arguments; a template variable is always a non-empty string",
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return with_errors(TokenStream::new(), errors).with_item(&handler);
+    }
+    let ret = ret.expect("checked above");
+    let uri = attr.uri.expect("checked above");
+    let title = option_str(attr.title.as_ref().map(LitStr::value));
+    let mime_type = option_str(attr.mime_type.as_ref().map(LitStr::value));
+    let checks = argument_checks(&handler, ArgumentUse::Resource);
+    let call_args = handler.params.iter().map(|param| match param {
+        Param::Context => quote!(&ctx),
+        Param::Argument(argument) => {
+            let index = variables
+                .iter()
+                .position(|v| argument.ident == v)
+                .expect("checked by check_template_bindings");
+            quote!(__pkb::take_variable(&mut __variables, #index))
+        }
+    });
+    let (completion_fns, completions) = completion_providers(&attr.complete);
+    let fn_ident = &handler.item.sig.ident;
+    let item = &handler.item;
+    quote! {
+        #item
+
+        #[doc(hidden)]
+        const _: () = {
+            use ::pkb_core::__private as __pkb;
+            #checks
+            #completion_fns
+            fn __pkb_read(
+                ctx: __pkb::Context,
+                variables: ::std::vec::Vec<::std::string::String>,
+            ) -> __pkb::BoxFuture<'static, ::core::result::Result<::std::string::String, __pkb::ResourceError>> {
+                ::std::boxed::Box::pin(async move {
+                    let mut __variables = variables;
+                    let __result: #ret = #fn_ident(#(#call_args),*).await;
+                    __pkb::ResourceReturn::into_text(__result)
+                })
+            }
+            static __PKB_RESOURCE: __pkb::ResourceDef = __pkb::ResourceDef {
+                uri: #uri,
+                name: #name,
+                title: #title,
+                description: #description,
+                mime_type: #mime_type,
+                variables: &[#(#variables),*],
+                read: __pkb_read,
+                completions: &[#(#completions),*],
+            };
+            __pkb::inventory::submit! { __pkb::ResourceRegistration(&__PKB_RESOURCE) }
+        };
+    }
+}
+
+/// `#[pkb_prompt]`.
+pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors = Vec::new();
+    let attr = attr::parse_prompt(args, &mut errors);
+    let handler = match ast::from_syn(item, "pkb_prompt", &mut errors) {
+        Ok(handler) => handler,
+        Err(tokens) => return with_errors(tokens, errors).into(),
+    };
+    let description = description(&handler, attr.description.as_ref(), "prompt", &mut errors);
+    check_argument_docs(&handler, &mut errors);
+    let name = registered_name(&handler, attr.name.as_ref(), &mut errors);
+    let ret = return_type(&handler, "Result<Vec<PromptMessage>, PromptError>", &mut errors);
+    let argument_names: Vec<String> = handler.arguments().map(|a| unraw(&a.ident)).collect();
+    check_completions(&attr.complete, &argument_names, "an argument of the prompt", &mut errors);
+    if !errors.is_empty() {
+        return with_errors(TokenStream::new(), errors).with_item(&handler);
+    }
+    let ret = ret.expect("checked above");
+    let title = option_str(attr.title.as_ref().map(LitStr::value));
+    let specs = arg_specs(&handler);
+    let checks = argument_checks(&handler, ArgumentUse::Prompt);
+    let (bindings, call_args) = bind_arguments(&handler, quote!(__pkb::prompt_invalid));
+    let (completion_fns, completions) = completion_providers(&attr.complete);
+    let fn_ident = &handler.item.sig.ident;
+    let item = &handler.item;
+    quote! {
+        #item
+
+        #[doc(hidden)]
+        const _: () = {
+            use ::pkb_core::__private as __pkb;
+            #checks
+            #completion_fns
+            static __PKB_ARGS: &[__pkb::ArgSpec] = &[#(#specs),*];
+            fn __pkb_get(
+                ctx: __pkb::Context,
+                arguments: ::core::option::Option<__pkb::JsonObject>,
+            ) -> __pkb::BoxFuture<'static, ::core::result::Result<::std::vec::Vec<__pkb::PromptMessage>, __pkb::PromptError>> {
+                ::std::boxed::Box::pin(async move {
+                    let __values = match __pkb::validate_args(__PKB_ARGS, arguments) {
+                        ::core::result::Result::Ok(values) => values,
+                        ::core::result::Result::Err(invalid) => return __pkb::prompt_invalid(invalid),
+                    };
+                    let mut __values = __values.into_iter();
+                    #bindings
+                    let __result: #ret = #fn_ident(#call_args).await;
+                    __pkb::PromptReturn::into_messages(__result)
+                })
+            }
+            static __PKB_PROMPT: __pkb::PromptDef = __pkb::PromptDef {
+                name: #name,
+                title: #title,
+                description: #description,
+                args: __PKB_ARGS,
+                get: __pkb_get,
+                completions: &[#(#completions),*],
+            };
+            __pkb::inventory::submit! { __pkb::PromptRegistration(&__PKB_PROMPT) }
+        };
+    }
+}
+
+/// The user's tokens followed by every error as `compile_error!`.
+struct Emitted(TokenStream, Vec<syn::Error>);
+
+fn with_errors(tokens: TokenStream, errors: Vec<syn::Error>) -> Emitted {
+    Emitted(tokens, errors)
+}
+
+impl Emitted {
+    /// Emits the user's (cleaned) fn so IDEs keep resolving it.
+    fn with_item(self, handler: &Handler) -> TokenStream {
+        let item = &handler.item;
+        Emitted(quote!(#item), self.1).into()
+    }
+}
+
+impl From<Emitted> for TokenStream {
+    fn from(Emitted(tokens, errors): Emitted) -> Self {
+        let mut combined: Option<syn::Error> = None;
+        for error in errors {
+            match &mut combined {
+                Some(all) => all.combine(error),
+                None => combined = Some(error),
+            }
+        }
+        let errors = combined.map(|e| e.to_compile_error());
+        quote!(#tokens #errors)
+    }
+}
+
+fn description(
+    handler: &Handler,
+    given: Option<&LitStr>,
+    kind: &str,
+    errors: &mut Vec<syn::Error>,
+) -> String {
+    if let Some(given) = given {
+        return given.value();
+    }
+    handler.doc.clone().unwrap_or_else(|| {
+        errors.push(syn::Error::new(
+            handler.item.sig.ident.span(),
+            format!(
+                "missing doc comment: it is the {kind}'s description for the model; add `/// What it does.` above the fn, or `description = \"...\"`"
+            ),
+        ));
+        String::new()
+    })
+}
+
+fn check_argument_docs(handler: &Handler, errors: &mut Vec<syn::Error>) {
+    for argument in handler.arguments() {
+        if argument.doc.is_none() {
+            errors.push(syn::Error::new(
+                argument.ident.span(),
+                format!(
+                    "missing doc comment on argument `{}`: it is the argument's description in the schema; add `/// ...` above it",
+                    unraw(&argument.ident)
+                ),
+            ));
+        }
+    }
+}
+
+fn registered_name(handler: &Handler, given: Option<&LitStr>, errors: &mut Vec<syn::Error>) -> String {
+    let name = given.map_or_else(|| unraw(&handler.item.sig.ident), LitStr::value);
+    let valid = (1..=128).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !valid {
+        let span = given.map_or_else(|| handler.item.sig.ident.span(), LitStr::span);
+        errors.push(syn::Error::new(
+            span,
+            "names are 1 to 128 characters of ASCII letters, digits, `_`, `-` and `.`",
+        ));
+    }
+    name
+}
+
+fn return_type<'a>(handler: &'a Handler, expected: &str, errors: &mut Vec<syn::Error>) -> Option<&'a Type> {
+    match &handler.item.sig.output {
+        ReturnType::Type(_, ty) => Some(ty),
+        ReturnType::Default => {
+            errors.push(syn::Error::new(
+                handler.item.sig.paren_token.span.close(),
+                format!("missing return type: add `-> {expected}`"),
+            ));
+            None
+        }
+    }
+}
+
+/// Every `{var}` of the template is bound to an argument of the same name, and back.
+fn check_template_bindings(handler: &Handler, uri: &LitStr, variables: &[String], errors: &mut Vec<syn::Error>) {
+    for variable in variables {
+        if !handler.arguments().any(|a| a.ident == variable) {
+            errors.push(syn::Error::new(
+                uri.span(),
+                format!("template variable `{{{variable}}}` has no matching argument: add `{variable}: String` to the fn"),
+            ));
+        }
+    }
+    for argument in handler.arguments() {
+        let name = unraw(&argument.ident);
+        if !variables.contains(&name) {
+            let message = if variables.is_empty() {
+                format!("argument `{name}` has no URI template variable to bind: add `{{{name}}}` to `uri`, or remove the argument")
+            } else {
+                format!("argument `{name}` is not a variable of the URI template: add `{{{name}}}` to `uri`, or remove the argument")
+            };
+            errors.push(syn::Error::new(argument.ident.span(), message));
+        }
+    }
+}
+
+fn check_completions(complete: &[(Ident, Path)], names: &[String], what: &str, errors: &mut Vec<syn::Error>) {
+    for (ident, _) in complete {
+        let name = unraw(ident);
+        if !names.contains(&name) {
+            errors.push(syn::Error::new(
+                ident.span(),
+                format!("`{name}` is not {what}; expected one of: {}", names.join(", ")),
+            ));
+        }
+    }
+}
+
+fn first_rule_span(argument: &Argument) -> Option<Span> {
+    let rules = &argument.rules;
+    [
+        rules.trim.as_ref().map(|r| r.span),
+        rules.single_line.as_ref().map(|r| r.span),
+        rules.min_len.as_ref().map(|r| r.span),
+        rules.max_len.as_ref().map(|r| r.span),
+        rules.min_items.as_ref().map(|r| r.span),
+        rules.max_items.as_ref().map(|r| r.span),
+        rules.item_min_len.as_ref().map(|r| r.span),
+        rules.item_max_len.as_ref().map(|r| r.span),
+        rules.min.as_ref().map(|r| r.span),
+        rules.max.as_ref().map(|r| r.span),
+        rules.default.as_ref().map(|d| match d {
+            DefaultValue::Implied(span) => *span,
+            DefaultValue::Given(expr) => expr.span(),
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .next()
+}
+
+fn unraw(ident: &Ident) -> String {
+    let name = ident.to_string();
+    name.strip_prefix("r#").map(str::to_string).unwrap_or(name)
+}
+
+fn option_str(value: Option<String>) -> TokenStream {
+    match value {
+        Some(value) => quote!(::core::option::Option::Some(#value)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+fn option_count(rule: Option<&crate::arg::Rule<u64>>) -> TokenStream {
+    match rule {
+        Some(rule) => {
+            let value = rule.value as usize;
+            quote!(::core::option::Option::Some(#value))
+        }
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+fn option_number(rule: Option<&crate::arg::Rule<f64>>) -> TokenStream {
+    match rule {
+        Some(rule) => {
+            let value = rule.value;
+            quote!(::core::option::Option::Some(#value))
+        }
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// One `ArgSpec` literal per client argument.
+fn arg_specs(handler: &Handler) -> Vec<TokenStream> {
+    handler
+        .arguments()
+        .enumerate()
+        .map(|(index, argument)| {
+            let name = unraw(&argument.ident);
+            let description = argument.doc.clone().unwrap_or_default();
+            let ty = &argument.ty;
+            let rules = &argument.rules;
+            let trim = rules.trim.is_some();
+            let single_line = rules.single_line.is_some();
+            let min_len = option_count(rules.min_len.as_ref());
+            let max_len = option_count(rules.max_len.as_ref());
+            let min_items = option_count(rules.min_items.as_ref());
+            let max_items = option_count(rules.max_items.as_ref());
+            let item_min_len = option_count(rules.item_min_len.as_ref());
+            let item_max_len = option_count(rules.item_max_len.as_ref());
+            let min = option_number(rules.min.as_ref());
+            let max = option_number(rules.max.as_ref());
+            let default = match &rules.default {
+                None => quote!(::core::option::Option::None),
+                Some(default) => {
+                    let value = match default {
+                        DefaultValue::Implied(span) => {
+                            quote_spanned!(*span=> <#ty as ::core::default::Default>::default())
+                        }
+                        DefaultValue::Given(expr) => quote_spanned!(expr.span()=> #expr),
+                    };
+                    let default_fn = format_ident!("__pkb_default_{}", index);
+                    quote!({
+                        fn #default_fn() -> __pkb::Value {
+                            let value: #ty = #value;
+                            __pkb::default_json(value)
+                        }
+                        ::core::option::Option::Some(#default_fn)
+                    })
+                }
+            };
+            quote! {
+                __pkb::ArgSpec {
+                    name: #name,
+                    description: #description,
+                    rules: __pkb::ArgRules {
+                        trim: #trim,
+                        single_line: #single_line,
+                        min_len: #min_len,
+                        max_len: #max_len,
+                        min_items: #min_items,
+                        max_items: #max_items,
+                        item_min_len: #item_min_len,
+                        item_max_len: #item_max_len,
+                        min: #min,
+                        max: #max,
+                    },
+                    default: #default,
+                    schema: __pkb::arg_schema::<#ty>,
+                    accepts: __pkb::arg_accepts::<#ty>,
+                }
+            }
+        })
+        .collect()
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum ArgumentUse {
+    Tool,
+    Resource,
+    Prompt,
+}
+
+/// Compile-time checks spanned on the user's tokens: the compiler reports a wrong type at the
+/// argument (or at the rule that does not fit it), not inside generated code.
+fn argument_checks(handler: &Handler, usage: ArgumentUse) -> TokenStream {
+    let mut checks = TokenStream::new();
+    for argument in handler.arguments() {
+        let ty = &argument.ty;
+        let rules = &argument.rules;
+        checks.extend(match usage {
+            ArgumentUse::Tool => quote_spanned!(ty.span()=> __pkb::assert_argument::<#ty>();),
+            ArgumentUse::Resource => quote_spanned!(ty.span()=> __pkb::assert_template_variable::<#ty>();),
+            ArgumentUse::Prompt => quote_spanned!(ty.span()=> __pkb::assert_prompt_argument::<#ty>();),
+        });
+        let mut rule_check = |span: Option<Span>, check: &str| {
+            if let Some(span) = span {
+                let check = Ident::new(check, span);
+                checks.extend(quote_spanned!(span=> __pkb::#check::<#ty>();));
+            }
+        };
+        rule_check(rules.min_len.as_ref().map(|r| r.span), "assert_has_length");
+        rule_check(rules.max_len.as_ref().map(|r| r.span), "assert_has_length");
+        rule_check(rules.single_line.as_ref().map(|r| r.span), "assert_has_length");
+        rule_check(rules.trim.as_ref().map(|r| r.span), "assert_trimmable");
+        rule_check(rules.min_items.as_ref().map(|r| r.span), "assert_has_items");
+        rule_check(rules.max_items.as_ref().map(|r| r.span), "assert_has_items");
+        rule_check(rules.item_min_len.as_ref().map(|r| r.span), "assert_has_string_items");
+        rule_check(rules.item_max_len.as_ref().map(|r| r.span), "assert_has_string_items");
+        rule_check(rules.min.as_ref().map(|r| r.span), "assert_is_number");
+        rule_check(rules.max.as_ref().map(|r| r.span), "assert_is_number");
+    }
+    quote! {
+        #[allow(dead_code)]
+        fn __pkb_type_checks() {
+            #checks
+        }
+    }
+}
+
+/// `let name: T = ...;` for each argument, and the call's argument list in declaration order.
+fn bind_arguments(handler: &Handler, invalid: TokenStream) -> (TokenStream, TokenStream) {
+    let mut bindings = TokenStream::new();
+    let mut call_args = Vec::new();
+    let mut index = 0usize;
+    for param in &handler.params {
+        match param {
+            Param::Context => call_args.push(quote!(&ctx)),
+            Param::Argument(argument) => {
+                let ty = &argument.ty;
+                let local = format_ident!("__pkb_arg_{}", index);
+                bindings.extend(quote! {
+                    let #local: #ty = match __pkb::from_validated(__values.next(), &__PKB_ARGS[#index]) {
+                        ::core::result::Result::Ok(value) => value,
+                        ::core::result::Result::Err(invalid) => return #invalid(invalid),
+                    };
+                });
+                call_args.push(quote!(#local));
+                index += 1;
+            }
+        }
+    }
+    (bindings, quote!(#(#call_args),*))
+}
+
+fn completion_providers(complete: &[(Ident, Path)]) -> (TokenStream, Vec<TokenStream>) {
+    let mut fns = TokenStream::new();
+    let mut entries = Vec::new();
+    for (index, (ident, path)) in complete.iter().enumerate() {
+        let fn_ident = format_ident!("__pkb_complete_{}", index);
+        let call = quote_spanned!(path.span()=> #path(&ctx, prefix).await);
+        fns.extend(quote! {
+            fn #fn_ident(
+                ctx: __pkb::Context,
+                prefix: ::std::string::String,
+            ) -> __pkb::BoxFuture<'static, ::std::vec::Vec<::std::string::String>> {
+                ::std::boxed::Box::pin(async move { #call })
+            }
+        });
+        let name = unraw(ident);
+        entries.push(quote!(__pkb::CompletionDef { argument: #name, complete: #fn_ident }));
+    }
+    (fns, entries)
+}

@@ -1,0 +1,126 @@
+//! `pkb-server`: the PKB MCP server over stdio, plus `tools` and `call` for people at a
+//! terminal. It only parses flags, opens the store, collects what `pkb-core` declares and
+//! starts the transport; everything else lives in `pkb-core`.
+
+// stdout is the MCP channel: nothing may print to it by accident.
+#![deny(clippy::print_stdout)]
+
+mod cli;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use pkb_core::store::Store;
+use pkb_core::transport::LineTransport;
+use pkb_core::{Context, PkbServer, Registry};
+use rmcp::ServiceExt;
+use tracing_subscriber::EnvFilter;
+
+use cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log_level.as_deref());
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => return fail(&format!("cannot start the async runtime: {error}")),
+    };
+    runtime.block_on(run(cli))
+}
+
+/// Logs go to stderr only: stdout carries the protocol.
+fn init_logging(level: Option<&str>) {
+    let filter = match level {
+        Some(level) => EnvFilter::new(level),
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    let registry = match Registry::collect() {
+        Ok(registry) => Arc::new(registry),
+        Err(error) => return fail(&error.to_string()),
+    };
+    if let Some(Command::Tools) = &cli.command {
+        return cli::print_tools(&registry);
+    }
+    let store = match open_store(&cli) {
+        Ok(store) => store,
+        Err(message) => return fail(&message),
+    };
+    match cli.command {
+        Some(Command::Call { tool, arguments }) => {
+            cli::call(&registry, Context::detached(store), &tool, &arguments).await
+        }
+        Some(Command::Tools) => unreachable!("handled above"),
+        None => serve(registry, store).await,
+    }
+}
+
+fn open_store(cli: &Cli) -> Result<Store, String> {
+    let seed = !cli.no_seed;
+    if cli.memory {
+        return Store::open_in_memory(seed).map_err(|e| e.to_string());
+    }
+    let path = match &cli.db {
+        Some(path) => path.clone(),
+        None => Store::default_path().map_err(|e| e.to_string())?,
+    };
+    tracing::info!(path = %path.display(), "opening the note store");
+    Store::open(&path, seed).map_err(|e| e.to_string())
+}
+
+async fn serve(registry: Arc<Registry>, store: Store) -> ExitCode {
+    let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
+    let transport = LineTransport::new(stdin, stdout);
+    let service = match PkbServer::new(registry, store).serve(transport).await {
+        Ok(service) => service,
+        Err(error) => return fail(&format!("the client did not initialize: {error}")),
+    };
+    let cancel = service.cancellation_token();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("signal received, shutting down");
+        cancel.cancel();
+    });
+    match service.waiting().await {
+        Ok(reason) => {
+            tracing::info!(?reason, "server stopped");
+            ExitCode::SUCCESS
+        }
+        Err(error) => fail(&format!("server task failed: {error}")),
+    }
+}
+
+/// SIGTERM or SIGINT. Every acknowledged write is already committed, so stopping between
+/// requests loses nothing.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn fail(message: &str) -> ExitCode {
+    tracing::error!("{message}");
+    eprintln!("pkb-server: {message}");
+    ExitCode::FAILURE
+}
