@@ -1,1 +1,29 @@
-fn main() {}
+//! A small MCP server of its own: PKB's tools plus `word_count` from this crate, on stdio.
+//!
+//! `cargo run -p pkb-examples --example word_count -- --memory` (or `-- path/to/store.db`).
+
+use std::sync::Arc;
+
+use pkb_core::store::Store;
+use pkb_core::transport::LineTransport;
+use pkb_core::{PkbServer, Registry};
+use rmcp::ServiceExt;
+
+// Linking the library registers `word_count`.
+use pkb_examples as _;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let store = match std::env::args().nth(1).as_deref() {
+        None | Some("--memory") => Store::open_in_memory(true)?,
+        Some(path) => Store::open(path.as_ref(), true)?,
+    };
+    let registry = Arc::new(Registry::collect()?);
+    let transport = LineTransport::new(tokio::io::stdin(), tokio::io::stdout());
+    PkbServer::new(registry, store)
+        .serve(transport)
+        .await?
+        .waiting()
+        .await?;
+    Ok(())
+}

@@ -1,1 +1,37 @@
-//! Examples live under `[[example]]` targets.
+//! A further tool written with `#[pkb_tool]`, exactly as a user of `pkb-core` would write one.
+//! Linking this crate is all it takes to register it; `examples/word_count.rs` serves it.
+
+use pkb_core::{Context, ToolError, pkb_tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// What `word_count` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WordCount {
+    /// The note's ID.
+    pub id: String,
+    /// How many words its body has.
+    pub words: usize,
+    /// How many characters its body has.
+    pub characters: usize,
+}
+
+/// Counts the words and characters in a note's body.
+#[pkb_tool(read_only, idempotent, title = "Word count")]
+pub async fn word_count(
+    ctx: &Context,
+    /// The note's ID, for example `deploy-checklist`.
+    #[arg(trim, min_len = 1, max_len = 100)]
+    id: String,
+) -> Result<WordCount, ToolError> {
+    let note = ctx
+        .store()
+        .get(&id)
+        .await?
+        .ok_or_else(|| ToolError::new(format!("No note found with ID: {id}")))?;
+    Ok(WordCount {
+        words: note.body.split_whitespace().count(),
+        characters: note.body.chars().count(),
+        id,
+    })
+}

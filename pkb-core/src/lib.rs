@@ -31,7 +31,9 @@ pub mod __private {
     pub use crate::framework::registry::{
         CompletionDef, PromptRegistration, ResourceRegistration, ToolRegistration,
     };
-    pub use crate::framework::resource::{ResourceDef, ResourceError, ResourceReturn, take_variable};
+    pub use crate::framework::resource::{
+        ResourceDef, ResourceError, ResourceReturn, take_variable,
+    };
     pub use crate::framework::tool::{
         Annotations, ToolDef, ToolReturn, output_schema_of, tool_invalid, tool_reply,
     };

@@ -42,22 +42,35 @@ pub struct Note {
 /// trims `-`, and cuts at a `-` boundary to at most [`DERIVED_ID_MAX_CHARS`]. A title that
 /// leaves nothing gets `note-` and the first 8 hex characters of the title's SHA-256.
 ///
+/// Emoji and other pictographs count as separators: deunicode would spell them out
+/// (`🚀` as "rocket"), and a decorated title such as "🚀 Launch" should give `launch`.
+///
 /// ```
 /// assert_eq!(pkb_core::note::derive_id("Deploy checklist"), "deploy-checklist");
 /// ```
 pub fn derive_id(title: &str) -> String {
-    let ascii = deunicode::deunicode(title);
-    let mut slug = String::with_capacity(ascii.len());
+    let mut slug = String::with_capacity(title.len());
     let mut gap = false;
-    for c in ascii.chars().map(|c| c.to_ascii_lowercase()) {
-        if c.is_ascii_lowercase() || c.is_ascii_digit() {
-            if gap && !slug.is_empty() {
-                slug.push('-');
+    for c in title.chars() {
+        // Characters without a transliteration separate words, as deunicode's "[?]" would;
+        // those that transliterate to nothing (combining marks) join their neighbours.
+        let ascii = match deunicode::deunicode_char(c) {
+            Some(ascii) if !is_pictograph(c) => ascii,
+            _ => {
+                gap = true;
+                ""
             }
-            gap = false;
-            slug.push(c);
-        } else {
-            gap = true;
+        };
+        for a in ascii.chars().map(|a| a.to_ascii_lowercase()) {
+            if a.is_ascii_lowercase() || a.is_ascii_digit() {
+                if gap && !slug.is_empty() {
+                    slug.push('-');
+                }
+                gap = false;
+                slug.push(a);
+            } else {
+                gap = true;
+            }
         }
     }
     let slug = cut_at_dash(&slug, DERIVED_ID_MAX_CHARS);
@@ -68,6 +81,22 @@ pub fn derive_id(title: &str) -> String {
     } else {
         slug.to_owned()
     }
+}
+
+/// Emoji, dingbats and pictographic symbols, with the joiners and selectors that build emoji
+/// sequences.
+fn is_pictograph(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x200D                  // zero width joiner
+        | 0x20E3                // combining enclosing keycap
+        | 0x2300..=0x23FF       // miscellaneous technical (⌚, ⏰)
+        | 0x25A0..=0x27BF       // geometric shapes, miscellaneous symbols, dingbats
+        | 0x2B00..=0x2BFF       // miscellaneous symbols and arrows (⭐)
+        | 0xFE00..=0xFE0F       // variation selectors
+        | 0x1F000..=0x1FBFF     // mahjong to legacy computing: every emoji block
+        | 0xE0000..=0xE007F // tag characters (subdivision flags)
+    )
 }
 
 /// Cuts an ASCII slug to at most `max` bytes, preferring the last whole word.
@@ -141,15 +170,15 @@ mod tests {
         assert_eq!(derive_id("Café crème"), "cafe-creme");
         assert_eq!(derive_id("Release 2.0 (final)"), "release-2-0-final");
         assert_eq!(derive_id("ÄÖÜ straße"), "aou-strasse");
+        assert_eq!(derive_id("Cafe\u{301}s"), "cafes", "combining marks join");
     }
 
     #[test]
     fn derives_ids_from_non_latin_titles() {
-        // deunicode transliterates Cyrillic and Han, so these keep a readable id.
+        // Transliteration keeps these readable rather than hashing them.
         assert_eq!(derive_id("Привет мир"), "privet-mir");
-        let tokyo = derive_id("東京");
-        assert!(is_valid_id(&tokyo), "{tokyo}");
-        assert!(!tokyo.is_empty());
+        assert_eq!(derive_id("東京"), "dong-jing");
+        assert_eq!(derive_id("Ελληνικά"), "ellenika");
     }
 
     fn hashed(title: &str) -> String {
@@ -172,30 +201,43 @@ mod tests {
     }
 
     #[test]
-    fn emoji_titles_yield_valid_ids() {
-        // deunicode names many emoji ("rocket"); the rest fall back to the hash. Either way the
-        // id is valid and stable.
-        for title in ["🚀", "🚀🚀🚀", "😀 🎉", "\u{1F9FF}", "\u{E000}"] {
-            let id = derive_id(title);
-            assert!(is_valid_id(&id), "{title:?} -> {id}");
-            assert_eq!(id, derive_id(title));
+    fn emoji_only_titles_get_a_hash_id() {
+        for title in [
+            "🚀",
+            "🚀🚀🚀",
+            "😀 🎉",
+            "\u{1F9FF}",
+            "👍🏽",
+            "👨‍👩‍👧",
+            "🇫🇷",
+            "❤️",
+            "✅ ⭐ ⌚",
+        ] {
+            assert_eq!(derive_id(title), hashed(title), "{title:?}");
         }
+        assert_eq!(derive_id("🚀 Launch day 🎉"), "launch-day");
+        assert_eq!(derive_id("Notes📝2026"), "notes-2026");
+        // Private-use and unassigned characters have no transliteration.
+        assert_eq!(derive_id("\u{E000}"), hashed("\u{E000}"));
     }
 
     #[test]
     fn cuts_long_ids_at_a_word_boundary() {
         let word = "abcdefghi"; // 9 chars; "word-" repeated puts dashes at 9, 19, 29, ...
-        let title = vec![word; 20].join(" ");
+        let title = [word; 20].join(" ");
         let id = derive_id(&title);
         assert!(id.len() <= DERIVED_ID_MAX_CHARS);
-        assert_eq!(id, vec![word; 8].join("-")); // 8*9 + 7 = 79 chars
+        assert_eq!(id, [word; 8].join("-")); // 8*9 + 7 = 79 chars
         assert!(!id.ends_with('-'));
 
         // A dash exactly at position 80 keeps the first 80 characters whole.
         let exact = format!("{} {}", "a".repeat(80), "tail");
         assert_eq!(derive_id(&exact), "a".repeat(80));
         let exact = format!("{} {} b", "a".repeat(39), "c".repeat(40));
-        assert_eq!(derive_id(&exact), format!("{}-{}", "a".repeat(39), "c".repeat(40)));
+        assert_eq!(
+            derive_id(&exact),
+            format!("{}-{}", "a".repeat(39), "c".repeat(40))
+        );
         let over = format!("{} {} b", "a".repeat(39), "c".repeat(41));
         assert_eq!(derive_id(&over), "a".repeat(39));
     }
@@ -236,7 +278,10 @@ mod tests {
         );
         assert_eq!(normalize_tags(Vec::<String>::new()), Vec::<String>::new());
         assert_eq!(normalize_tags(["ÉTÉ", "été"]), vec!["été"]);
-        assert_eq!(normalize_tags(vec!["b".to_owned(), "a".to_owned()]), vec!["b", "a"]);
+        assert_eq!(
+            normalize_tags(vec!["b".to_owned(), "a".to_owned()]),
+            vec!["b", "a"]
+        );
     }
 
     #[test]

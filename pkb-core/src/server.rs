@@ -10,9 +10,9 @@ use std::sync::Arc;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-    CompletionInfo, CustomRequest, CustomResult, ErrorData, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, InitializeResult, ListPromptsResult,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
+    CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, Implementation, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     Reference, Resource, ResourceContents, ServerCapabilities, SetLevelRequestParams,
@@ -41,7 +41,11 @@ pub struct PkbServer {
 impl PkbServer {
     /// A server answering from `registry` over `store`.
     pub fn new(registry: Arc<Registry>, store: Store) -> Self {
-        Self { registry, store, session: Arc::default() }
+        Self {
+            registry,
+            store,
+            session: Arc::default(),
+        }
     }
 
     /// The registry it serves.
@@ -74,7 +78,9 @@ impl PkbServer {
             .map_err(|e| ErrorData::internal_error(format!("storage error: {e}"), None))?;
         let more = notes.len() > limit;
         notes.truncate(limit);
-        let next = more.then(|| notes.last().map(|n| encode_cursor(&n.id))).flatten();
+        let next = more
+            .then(|| notes.last().map(|n| encode_cursor(&n.id)))
+            .flatten();
         let resources = notes
             .into_iter()
             .map(|note| {
@@ -122,7 +128,6 @@ const KNOWN_METHODS: &[&str] = &[
     "logging/setLevel",
 ];
 
-
 impl ServerHandler for PkbServer {
     fn get_info(&self) -> InitializeResult {
         let capabilities = ServerCapabilities::builder()
@@ -156,7 +161,9 @@ impl ServerHandler for PkbServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.registry.tools().cloned().collect()))
+        Ok(ListToolsResult::with_all_items(
+            self.registry.tools().cloned().collect(),
+        ))
     }
 
     async fn call_tool(
@@ -165,7 +172,11 @@ impl ServerHandler for PkbServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let ctx = self.context(&context);
-        match self.registry.call_tool(ctx, &request.name, request.arguments).await {
+        match self
+            .registry
+            .call_tool(ctx, &request.name, request.arguments)
+            .await
+        {
             Some(result) => Ok(result.into()),
             None => Err(invalid_params(format!("unknown tool: {}", request.name))),
         }
@@ -212,7 +223,11 @@ impl ServerHandler for PkbServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri;
-        match self.registry.read_resource(self.context(&context), &uri).await {
+        match self
+            .registry
+            .read_resource(self.context(&context), &uri)
+            .await
+        {
             Ok((mime_type, text)) => {
                 let mut contents = ResourceContents::text(text, uri.clone());
                 if let Some(mime_type) = mime_type {
@@ -257,7 +272,9 @@ impl ServerHandler for PkbServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(self.registry.prompts().collect()))
+        Ok(ListPromptsResult::with_all_items(
+            self.registry.prompts().collect(),
+        ))
     }
 
     async fn get_prompt(
@@ -266,12 +283,19 @@ impl ServerHandler for PkbServer {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let ctx = self.context(&context);
-        match self.registry.get_prompt(ctx, &request.name, request.arguments).await {
+        match self
+            .registry
+            .get_prompt(ctx, &request.name, request.arguments)
+            .await
+        {
             None => Err(invalid_params(format!("unknown prompt: {}", request.name))),
             Some(Err(error)) => Err(invalid_params(error.0)),
             Some(Ok(messages)) => {
                 let mut result = GetPromptResult::new(messages);
-                result.description = self.registry.prompt(&request.name).map(|p| p.description.to_string());
+                result.description = self
+                    .registry
+                    .prompt(&request.name)
+                    .map(|p| p.description.to_string());
                 Ok(result.into())
             }
         }
@@ -294,7 +318,12 @@ impl ServerHandler for PkbServer {
         };
         let values = self
             .registry
-            .complete(self.context(&context), target, &request.argument.name, request.argument.value.clone())
+            .complete(
+                self.context(&context),
+                target,
+                &request.argument.name,
+                request.argument.value.clone(),
+            )
             .await;
         let mut info = CompletionInfo::default();
         info.total = Some(values.len() as u32);
@@ -318,7 +347,10 @@ impl ServerHandler for PkbServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         if KNOWN_METHODS.contains(&request.method.as_str()) {
-            Err(invalid_params(format!("invalid params for {}", request.method)))
+            Err(invalid_params(format!(
+                "invalid params for {}",
+                request.method
+            )))
         } else {
             Err(ErrorData::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
@@ -335,7 +367,10 @@ mod tests {
 
     #[test]
     fn cursors_round_trip_and_reject_forgeries() {
-        assert_eq!(decode_cursor(&encode_cursor("todo")).as_deref(), Some("todo"));
+        assert_eq!(
+            decode_cursor(&encode_cursor("todo")).as_deref(),
+            Some("todo")
+        );
         assert_eq!(decode_cursor("garbage!"), None);
         assert_eq!(decode_cursor(""), None);
         assert_eq!(decode_cursor(&base64_of("other:todo")), None);

@@ -71,7 +71,8 @@ pub fn extractive(note: &Note) -> String {
     }
     let mut summary = String::new();
     for sentence in sentences(&body) {
-        let candidate_len = summary.chars().count() + usize::from(!summary.is_empty()) + sentence.chars().count();
+        let candidate_len =
+            summary.chars().count() + usize::from(!summary.is_empty()) + sentence.chars().count();
         if candidate_len > EXTRACTIVE_MAX_CHARS {
             break;
         }
@@ -96,7 +97,9 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
         }
         let end = rest
             .char_indices()
-            .find(|&(i, c)| matches!(c, '.' | '!' | '?') && rest[i + c.len_utf8()..].starts_with(' '))
+            .find(|&(i, c)| {
+                matches!(c, '.' | '!' | '?') && rest[i + c.len_utf8()..].starts_with(' ')
+            })
             .map(|(i, c)| i + c.len_utf8())
             .unwrap_or(rest.len());
         let sentence = &rest[..end];
@@ -157,6 +160,9 @@ mod tests {
 
     #[test]
     fn short_body_is_kept_whole() {
-        assert_eq!(extractive(&note("Run tests.  Then ship!")), "Run tests. Then ship!");
+        assert_eq!(
+            extractive(&note("Run tests.  Then ship!")),
+            "Run tests. Then ship!"
+        );
     }
 }

@@ -44,7 +44,11 @@ where
         loop {
             let buffer = self.reader.fill_buf().await?;
             if buffer.is_empty() {
-                return Ok(if self.line.is_empty() && !overflow { None } else { Some(!overflow) });
+                return Ok(if self.line.is_empty() && !overflow {
+                    None
+                } else {
+                    Some(!overflow)
+                });
             }
             let (chunk, found) = match buffer.iter().position(|&b| b == b'\n') {
                 Some(end) => (&buffer[..end], Some(end + 1)),
@@ -65,10 +69,14 @@ where
             }
         }
     }
-
 }
 
-async fn answer_error<W: AsyncWrite + Unpin>(writer: &Mutex<W>, id: Value, code: i64, message: String) {
+async fn answer_error<W: AsyncWrite + Unpin>(
+    writer: &Mutex<W>,
+    id: Value,
+    code: i64,
+    message: String,
+) {
     let line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
     if let Err(error) = write_line(writer, &line).await {
         tracing::warn!(%error, "could not write an error answer");
@@ -128,7 +136,13 @@ where
             let value: Value = match serde_json::from_slice(line) {
                 Ok(value) => value,
                 Err(error) => {
-                    answer_error(&self.writer, Value::Null, -32700, format!("parse error: {error}")).await;
+                    answer_error(
+                        &self.writer,
+                        Value::Null,
+                        -32700,
+                        format!("parse error: {error}"),
+                    )
+                    .await;
                     continue;
                 }
             };
@@ -137,7 +151,13 @@ where
                 Ok(message) => return Some(message),
                 Err(error) => {
                     if let Some(id) = id {
-                        answer_error(&self.writer, id, -32600, format!("invalid request: {error}")).await;
+                        answer_error(
+                            &self.writer,
+                            id,
+                            -32600,
+                            format!("invalid request: {error}"),
+                        )
+                        .await;
                     } else {
                         tracing::debug!(%error, "ignored an invalid message without an id");
                     }

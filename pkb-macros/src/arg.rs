@@ -45,14 +45,20 @@ pub fn parse(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> ArgRules {
                 .get_ident()
                 .map(ToString::to_string)
                 .ok_or_else(|| meta.error(format!("expected one of: {ARG_KEYS}")))?;
-            let span = meta.path.get_ident().map_or_else(Span::call_site, |i| i.span());
+            let span = meta
+                .path
+                .get_ident()
+                .map_or_else(Span::call_site, |i| i.span());
             let dup = || meta.error(format!("duplicate rule `{key}`: give it once"));
             macro_rules! once {
                 ($slot:expr, $value:expr) => {{
                     if $slot.is_some() {
                         return Err(dup());
                     }
-                    $slot = Some(Rule { value: $value, span });
+                    $slot = Some(Rule {
+                        value: $value,
+                        span,
+                    });
                     Ok(())
                 }};
             }
@@ -95,7 +101,12 @@ fn check_bounds(rules: &ArgRules, errors: &mut Vec<syn::Error>) {
     let pairs = [
         (&rules.min_len, &rules.max_len, "min_len", "max_len"),
         (&rules.min_items, &rules.max_items, "min_items", "max_items"),
-        (&rules.item_min_len, &rules.item_max_len, "item_min_len", "item_max_len"),
+        (
+            &rules.item_min_len,
+            &rules.item_max_len,
+            "item_min_len",
+            "item_max_len",
+        ),
     ];
     for (low, high, low_key, high_key) in pairs {
         if let (Some(low), Some(high)) = (low, high)
@@ -103,7 +114,10 @@ fn check_bounds(rules: &ArgRules, errors: &mut Vec<syn::Error>) {
         {
             errors.push(syn::Error::new(
                 low.span,
-                format!("`{low_key}` ({}) is greater than `{high_key}` ({})", low.value, high.value),
+                format!(
+                    "`{low_key}` ({}) is greater than `{high_key}` ({})",
+                    low.value, high.value
+                ),
             ));
         }
     }
@@ -112,7 +126,10 @@ fn check_bounds(rules: &ArgRules, errors: &mut Vec<syn::Error>) {
     {
         errors.push(syn::Error::new(
             low.span,
-            format!("`min` ({}) is greater than `max` ({})", low.value, high.value),
+            format!(
+                "`min` ({}) is greater than `max` ({})",
+                low.value, high.value
+            ),
         ));
     }
 }

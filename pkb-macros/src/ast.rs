@@ -19,7 +19,7 @@ pub struct Handler {
 /// A parameter: the framework's context, or an argument the client sends.
 pub enum Param {
     Context,
-    Argument(Argument),
+    Argument(Box<Argument>),
 }
 
 /// An argument the client sends, with its schema rules.
@@ -34,7 +34,7 @@ impl Handler {
     /// The arguments alone, in order.
     pub fn arguments(&self) -> impl Iterator<Item = &Argument> {
         self.params.iter().filter_map(|p| match p {
-            Param::Argument(a) => Some(a),
+            Param::Argument(a) => Some(&**a),
             Param::Context => None,
         })
     }
@@ -65,21 +65,29 @@ pub fn from_syn(
         ));
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        errors.push(syn::Error::new(
-            sig.generics.span(),
-            format!("`#[{macro_name}]` fns cannot be generic: use concrete argument types"),
-        ));
+        let message =
+            format!("`#[{macro_name}]` fns cannot be generic: use concrete argument types");
+        // `new_spanned` underlines the whole `<...>` (or `where ...`), not just its first token.
+        errors.push(match &sig.generics.where_clause {
+            Some(where_clause) if sig.generics.params.is_empty() => {
+                syn::Error::new_spanned(where_clause, message)
+            }
+            _ => syn::Error::new_spanned(&sig.generics, message),
+        });
     }
     if let Some(variadic) = &sig.variadic {
-        errors.push(syn::Error::new(variadic.span(), "variadic arguments are not supported"));
+        errors.push(syn::Error::new(
+            variadic.span(),
+            "variadic arguments are not supported",
+        ));
     }
     let doc = doc_of(&item.attrs);
     let mut params = Vec::new();
     let mut context_seen = false;
     for input in item.sig.inputs.iter_mut() {
         match input {
-            FnArg::Receiver(receiver) => errors.push(syn::Error::new(
-                receiver.span(),
+            FnArg::Receiver(receiver) => errors.push(syn::Error::new_spanned(
+                &*receiver,
                 format!(
                     "`#[{macro_name}]` fns are free functions: remove `self` and reach shared state through `ctx: &Context`"
                 ),
@@ -93,8 +101,8 @@ pub fn from_syn(
                 match context_kind(&pat_type.ty) {
                     ContextKind::Shared => {
                         if context_seen {
-                            errors.push(syn::Error::new(
-                                pat_type.ty.span(),
+                            errors.push(syn::Error::new_spanned(
+                                &pat_type.ty,
                                 "only one `&Context` parameter is allowed",
                             ));
                         }
@@ -104,7 +112,7 @@ pub fn from_syn(
                         continue;
                     }
                     ContextKind::Wrong(message) => {
-                        errors.push(syn::Error::new(pat_type.ty.span(), message));
+                        errors.push(syn::Error::new_spanned(&pat_type.ty, message));
                         params.push(Param::Context);
                         continue;
                     }
@@ -123,18 +131,18 @@ pub fn from_syn(
                     }
                 };
                 if let Type::Reference(reference) = &*pat_type.ty {
-                    errors.push(syn::Error::new(
-                        reference.span(),
+                    errors.push(syn::Error::new_spanned(
+                        reference,
                         "arguments are deserialized into owned values: use an owned type such as `String` instead of a reference",
                     ));
                     continue;
                 }
-                params.push(Param::Argument(Argument {
+                params.push(Param::Argument(Box::new(Argument {
                     ident,
                     ty: (*pat_type.ty).clone(),
                     doc: arg_doc,
                     rules,
-                }));
+                })));
             }
         }
     }
@@ -172,9 +180,9 @@ fn context_kind(ty: &Type) -> ContextKind {
                 ContextKind::Shared
             }
         }
-        other if names_context(other) => ContextKind::Wrong(
-            "take the context by reference: `ctx: &Context`".into(),
-        ),
+        other if names_context(other) => {
+            ContextKind::Wrong("take the context by reference: `ctx: &Context`".into())
+        }
         _ => ContextKind::NotContext,
     }
 }
@@ -193,7 +201,10 @@ fn reject_rules_on_context(rules: &ArgRules, errors: &mut Vec<syn::Error>) {
         rules.max.as_ref().map(|r| r.span),
     ];
     if let Some(span) = spans.into_iter().flatten().next() {
-        errors.push(syn::Error::new(span, "`#[arg]` rules apply to client arguments, not to the context"));
+        errors.push(syn::Error::new(
+            span,
+            "`#[arg]` rules apply to client arguments, not to the context",
+        ));
     }
 }
 
@@ -212,13 +223,24 @@ pub fn doc_of(attrs: &[Attribute]) -> Option<String> {
             },
             _ => None,
         })
-        .map(|line| line.strip_prefix(' ').unwrap_or(&line).trim_end().to_string())
+        .map(|line| {
+            line.strip_prefix(' ')
+                .unwrap_or(&line)
+                .trim_end()
+                .to_string()
+        })
         .collect();
     // Source line breaks inside a paragraph are wrapping, not meaning: join them with spaces
     // and keep blank lines as paragraph breaks.
     let text = lines
         .split(|line| line.trim().is_empty())
-        .map(|paragraph| paragraph.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" "))
+        .map(|paragraph| {
+            paragraph
+                .iter()
+                .map(|l| l.trim())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .filter(|paragraph| !paragraph.is_empty())
         .collect::<Vec<_>>()
         .join("\n\n");

@@ -120,11 +120,9 @@ fn run(
 /// `complete(var = path, ...)`: a completion provider per variable or argument.
 fn parse_complete(meta: &ParseNestedMeta, out: &mut Vec<(Ident, Path)>) -> syn::Result<()> {
     meta.parse_nested_meta(|inner| {
-        let ident = inner
-            .path
-            .get_ident()
-            .cloned()
-            .ok_or_else(|| inner.error("expected an argument name, as in `complete(id = fn_path)`"))?;
+        let ident = inner.path.get_ident().cloned().ok_or_else(|| {
+            inner.error("expected an argument name, as in `complete(id = fn_path)`")
+        })?;
         if out.iter().any(|(seen, _)| *seen == ident) {
             return Err(inner.error(format!("duplicate completion for `{ident}`")));
         }
@@ -147,7 +145,12 @@ fn unknown(meta: &ParseNestedMeta, key: &str, macro_name: &str, keys: &str) -> s
     ))
 }
 
-fn set_once<T>(slot: &mut Option<T>, meta: &ParseNestedMeta, key: &str, value: T) -> syn::Result<()> {
+fn set_once<T>(
+    slot: &mut Option<T>,
+    meta: &ParseNestedMeta,
+    key: &str,
+    value: T,
+) -> syn::Result<()> {
     if slot.is_some() {
         return Err(meta.error(format!("duplicate argument `{key}`: give it once")));
     }
@@ -165,10 +168,16 @@ fn lit_str(meta: &ParseNestedMeta) -> syn::Result<LitStr> {
 
 /// A flag: bare `read_only` means true; `read_only = false` is also accepted.
 fn flag(meta: &ParseNestedMeta) -> syn::Result<Spanned<bool>> {
-    let span = meta.path.get_ident().map_or_else(Span::call_site, Ident::span);
+    let span = meta
+        .path
+        .get_ident()
+        .map_or_else(Span::call_site, Ident::span);
     if meta.input.peek(syn::Token![=]) {
         let lit: LitBool = meta.value()?.parse()?;
-        Ok(Spanned { value: lit.value, span })
+        Ok(Spanned {
+            value: lit.value,
+            span,
+        })
     } else {
         Ok(Spanned { value: true, span })
     }

@@ -2,8 +2,8 @@
 //! `::pkb_core::__private` paths, and on any error the user's fn is emitted unchanged beside
 //! the errors, with no registration.
 
-use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, LitStr, Path, ReturnType, Type};
 
@@ -46,8 +46,9 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     );
     let title = option_str(attr.title.as_ref().map(LitStr::value));
     let specs = arg_specs(&handler);
-    let checks = argument_checks(&handler, ArgumentUse::Tool);
-    let (bindings, call_args) = bind_arguments(&handler, quote!(__pkb::tool_invalid));
+    let checks = argument_checks(&handler, ArgumentUse::Tool, ret);
+    let specialization = specialization(ArgumentUse::Tool);
+    let (bindings, call_args) = bind_arguments(&handler);
     let fn_ident = &handler.item.sig.ident;
     let text = match &attr.text {
         Some(path) => quote_spanned! {path.span()=>
@@ -66,6 +67,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
         #[doc(hidden)]
         const _: () = {
             use ::pkb_core::__private as __pkb;
+            #specialization
             #checks
             static __PKB_ARGS: &[__pkb::ArgSpec] = &[#(#specs),*];
             fn __pkb_call(
@@ -80,7 +82,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
                     let mut __values = __values.into_iter();
                     #bindings
                     let __result: #ret = #fn_ident(#call_args).await;
-                    __pkb::tool_reply(__result, #text)
+                    (&__PkbType::<#ret>::NEW).__pkb_reply(__result, #text)
                 })
             }
             static __PKB_TOOL: __pkb::ToolDef = __pkb::ToolDef {
@@ -119,20 +121,30 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
                 Span::call_site(),
                 "missing `uri`: add `uri = \"scheme://path\"` or a template such as `uri = \"pkb://notes/{id}\"`",
             ));
-            Vec::new()
+            None
         }
         Some(uri) => match uri_template::variables(&uri.value()) {
-            Ok(vars) => vars,
+            Ok(vars) => {
+                check_template_bindings(&handler, uri, &vars, &mut errors);
+                Some(vars)
+            }
             Err(message) => {
                 errors.push(syn::Error::new(uri.span(), message));
-                Vec::new()
+                None
             }
         },
     };
-    if let Some(uri) = &attr.uri {
-        check_template_bindings(&handler, uri, &variables, &mut errors);
+    // Without a well-formed template, its variables are unknown: binding and completion checks
+    // would only repeat the error above.
+    if let Some(variables) = &variables {
+        check_completions(
+            &attr.complete,
+            variables,
+            "a variable of the URI template",
+            &mut errors,
+        );
     }
-    check_completions(&attr.complete, &variables, "a variable of the URI template", &mut errors);
+    let variables = variables.unwrap_or_default();
     for argument in handler.arguments() {
         if let Some(span) = first_rule_span(argument) {
             errors.push(syn::Error::new(
@@ -148,7 +160,8 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
     let uri = attr.uri.expect("checked above");
     let title = option_str(attr.title.as_ref().map(LitStr::value));
     let mime_type = option_str(attr.mime_type.as_ref().map(LitStr::value));
-    let checks = argument_checks(&handler, ArgumentUse::Resource);
+    let checks = argument_checks(&handler, ArgumentUse::Resource, ret);
+    let specialization = specialization(ArgumentUse::Resource);
     let call_args = handler.params.iter().map(|param| match param {
         Param::Context => quote!(&ctx),
         Param::Argument(argument) => {
@@ -156,7 +169,8 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
                 .iter()
                 .position(|v| argument.ident == v)
                 .expect("checked by check_template_bindings");
-            quote!(__pkb::take_variable(&mut __variables, #index))
+            let ty = &argument.ty;
+            quote!((&__PkbType::<#ty>::NEW).__pkb_variable(&mut __variables, #index))
         }
     });
     let (completion_fns, completions) = completion_providers(&attr.complete);
@@ -168,6 +182,7 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
         #[doc(hidden)]
         const _: () = {
             use ::pkb_core::__private as __pkb;
+            #specialization
             #checks
             #completion_fns
             fn __pkb_read(
@@ -177,7 +192,7 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
                 ::std::boxed::Box::pin(async move {
                     let mut __variables = variables;
                     let __result: #ret = #fn_ident(#(#call_args),*).await;
-                    __pkb::ResourceReturn::into_text(__result)
+                    (&__PkbType::<#ret>::NEW).__pkb_finish(__result)
                 })
             }
             static __PKB_RESOURCE: __pkb::ResourceDef = __pkb::ResourceDef {
@@ -206,17 +221,27 @@ pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
     let description = description(&handler, attr.description.as_ref(), "prompt", &mut errors);
     check_argument_docs(&handler, &mut errors);
     let name = registered_name(&handler, attr.name.as_ref(), &mut errors);
-    let ret = return_type(&handler, "Result<Vec<PromptMessage>, PromptError>", &mut errors);
+    let ret = return_type(
+        &handler,
+        "Result<Vec<PromptMessage>, PromptError>",
+        &mut errors,
+    );
     let argument_names: Vec<String> = handler.arguments().map(|a| unraw(&a.ident)).collect();
-    check_completions(&attr.complete, &argument_names, "an argument of the prompt", &mut errors);
+    check_completions(
+        &attr.complete,
+        &argument_names,
+        "an argument of the prompt",
+        &mut errors,
+    );
     if !errors.is_empty() {
         return with_errors(TokenStream::new(), errors).with_item(&handler);
     }
     let ret = ret.expect("checked above");
     let title = option_str(attr.title.as_ref().map(LitStr::value));
     let specs = arg_specs(&handler);
-    let checks = argument_checks(&handler, ArgumentUse::Prompt);
-    let (bindings, call_args) = bind_arguments(&handler, quote!(__pkb::prompt_invalid));
+    let checks = argument_checks(&handler, ArgumentUse::Prompt, ret);
+    let specialization = specialization(ArgumentUse::Prompt);
+    let (bindings, call_args) = bind_arguments(&handler);
     let (completion_fns, completions) = completion_providers(&attr.complete);
     let fn_ident = &handler.item.sig.ident;
     let item = &handler.item;
@@ -226,6 +251,7 @@ pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
         #[doc(hidden)]
         const _: () = {
             use ::pkb_core::__private as __pkb;
+            #specialization
             #checks
             #completion_fns
             static __PKB_ARGS: &[__pkb::ArgSpec] = &[#(#specs),*];
@@ -241,7 +267,7 @@ pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
                     let mut __values = __values.into_iter();
                     #bindings
                     let __result: #ret = #fn_ident(#call_args).await;
-                    __pkb::PromptReturn::into_messages(__result)
+                    (&__PkbType::<#ret>::NEW).__pkb_finish(__result)
                 })
             }
             static __PKB_PROMPT: __pkb::PromptDef = __pkb::PromptDef {
@@ -320,7 +346,11 @@ fn check_argument_docs(handler: &Handler, errors: &mut Vec<syn::Error>) {
     }
 }
 
-fn registered_name(handler: &Handler, given: Option<&LitStr>, errors: &mut Vec<syn::Error>) -> String {
+fn registered_name(
+    handler: &Handler,
+    given: Option<&LitStr>,
+    errors: &mut Vec<syn::Error>,
+) -> String {
     let name = given.map_or_else(|| unraw(&handler.item.sig.ident), LitStr::value);
     let valid = (1..=128).contains(&name.len())
         && name
@@ -336,7 +366,11 @@ fn registered_name(handler: &Handler, given: Option<&LitStr>, errors: &mut Vec<s
     name
 }
 
-fn return_type<'a>(handler: &'a Handler, expected: &str, errors: &mut Vec<syn::Error>) -> Option<&'a Type> {
+fn return_type<'a>(
+    handler: &'a Handler,
+    expected: &str,
+    errors: &mut Vec<syn::Error>,
+) -> Option<&'a Type> {
     match &handler.item.sig.output {
         ReturnType::Type(_, ty) => Some(ty),
         ReturnType::Default => {
@@ -350,7 +384,12 @@ fn return_type<'a>(handler: &'a Handler, expected: &str, errors: &mut Vec<syn::E
 }
 
 /// Every `{var}` of the template is bound to an argument of the same name, and back.
-fn check_template_bindings(handler: &Handler, uri: &LitStr, variables: &[String], errors: &mut Vec<syn::Error>) {
+fn check_template_bindings(
+    handler: &Handler,
+    uri: &LitStr,
+    variables: &[String],
+    errors: &mut Vec<syn::Error>,
+) {
     for variable in variables {
         if !handler.arguments().any(|a| a.ident == variable) {
             errors.push(syn::Error::new(
@@ -363,22 +402,34 @@ fn check_template_bindings(handler: &Handler, uri: &LitStr, variables: &[String]
         let name = unraw(&argument.ident);
         if !variables.contains(&name) {
             let message = if variables.is_empty() {
-                format!("argument `{name}` has no URI template variable to bind: add `{{{name}}}` to `uri`, or remove the argument")
+                format!(
+                    "argument `{name}` has no URI template variable to bind: add `{{{name}}}` to `uri`, or remove the argument"
+                )
             } else {
-                format!("argument `{name}` is not a variable of the URI template: add `{{{name}}}` to `uri`, or remove the argument")
+                format!(
+                    "argument `{name}` is not a variable of the URI template: add `{{{name}}}` to `uri`, or remove the argument"
+                )
             };
             errors.push(syn::Error::new(argument.ident.span(), message));
         }
     }
 }
 
-fn check_completions(complete: &[(Ident, Path)], names: &[String], what: &str, errors: &mut Vec<syn::Error>) {
+fn check_completions(
+    complete: &[(Ident, Path)],
+    names: &[String],
+    what: &str,
+    errors: &mut Vec<syn::Error>,
+) {
     for (ident, _) in complete {
         let name = unraw(ident);
         if !names.contains(&name) {
             errors.push(syn::Error::new(
                 ident.span(),
-                format!("`{name}` is not {what}; expected one of: {}", names.join(", ")),
+                format!(
+                    "`{name}` is not {what}; expected one of: {}",
+                    names.join(", ")
+                ),
             ));
         }
     }
@@ -495,8 +546,16 @@ fn arg_specs(handler: &Handler) -> Vec<TokenStream> {
                         max: #max,
                     },
                     default: #default,
-                    schema: __pkb::arg_schema::<#ty>,
-                    accepts: __pkb::arg_accepts::<#ty>,
+                    // Through `__pkb_typed`, see `specialization`; a closure because the
+                    // choice of impl is a method call, which a static cannot make.
+                    schema: |generator| {
+                        let typed = (&__PkbType::<#ty>::NEW).__pkb_typed(__PKB_ARGS[#index]);
+                        (typed.schema)(generator)
+                    },
+                    accepts: |value| {
+                        let typed = (&__PkbType::<#ty>::NEW).__pkb_typed(__PKB_ARGS[#index]);
+                        (typed.accepts)(value)
+                    },
                 }
             }
         })
@@ -512,33 +571,60 @@ enum ArgumentUse {
 
 /// Compile-time checks spanned on the user's tokens: the compiler reports a wrong type at the
 /// argument (or at the rule that does not fit it), not inside generated code.
-fn argument_checks(handler: &Handler, usage: ArgumentUse) -> TokenStream {
+fn argument_checks(handler: &Handler, usage: ArgumentUse, ret: &Type) -> TokenStream {
     let mut checks = TokenStream::new();
     for argument in handler.arguments() {
         let ty = &argument.ty;
         let rules = &argument.rules;
         checks.extend(match usage {
             ArgumentUse::Tool => quote_spanned!(ty.span()=> __pkb::assert_argument::<#ty>();),
-            ArgumentUse::Resource => quote_spanned!(ty.span()=> __pkb::assert_template_variable::<#ty>();),
-            ArgumentUse::Prompt => quote_spanned!(ty.span()=> __pkb::assert_prompt_argument::<#ty>();),
+            ArgumentUse::Resource => {
+                quote_spanned!(ty.span()=> __pkb::assert_template_variable::<#ty>();)
+            }
+            ArgumentUse::Prompt => {
+                quote_spanned!(ty.span()=> __pkb::assert_prompt_argument::<#ty>();)
+            }
         });
         let mut rule_check = |span: Option<Span>, check: &str| {
             if let Some(span) = span {
                 let check = Ident::new(check, span);
+                // The compiler reports an unmet bound at the type argument, so the type is
+                // re-located at the rule: the caret lands on `max_len`, not on `u32`.
+                let ty = relocate(ty.to_token_stream(), span);
                 checks.extend(quote_spanned!(span=> __pkb::#check::<#ty>();));
             }
         };
         rule_check(rules.min_len.as_ref().map(|r| r.span), "assert_has_length");
         rule_check(rules.max_len.as_ref().map(|r| r.span), "assert_has_length");
-        rule_check(rules.single_line.as_ref().map(|r| r.span), "assert_has_length");
+        rule_check(
+            rules.single_line.as_ref().map(|r| r.span),
+            "assert_has_length",
+        );
         rule_check(rules.trim.as_ref().map(|r| r.span), "assert_trimmable");
         rule_check(rules.min_items.as_ref().map(|r| r.span), "assert_has_items");
         rule_check(rules.max_items.as_ref().map(|r| r.span), "assert_has_items");
-        rule_check(rules.item_min_len.as_ref().map(|r| r.span), "assert_has_string_items");
-        rule_check(rules.item_max_len.as_ref().map(|r| r.span), "assert_has_string_items");
+        rule_check(
+            rules.item_min_len.as_ref().map(|r| r.span),
+            "assert_has_string_items",
+        );
+        rule_check(
+            rules.item_max_len.as_ref().map(|r| r.span),
+            "assert_has_string_items",
+        );
         rule_check(rules.min.as_ref().map(|r| r.span), "assert_is_number");
         rule_check(rules.max.as_ref().map(|r| r.span), "assert_is_number");
     }
+    // The return type, at the user's tokens. A tool's is checked where its `output_schema`
+    // is taken.
+    checks.extend(match usage {
+        ArgumentUse::Tool => TokenStream::new(),
+        ArgumentUse::Resource => {
+            quote_spanned!(ret.span()=> let _ = <#ret as __pkb::ResourceReturn>::into_text;)
+        }
+        ArgumentUse::Prompt => {
+            quote_spanned!(ret.span()=> let _ = <#ret as __pkb::PromptReturn>::into_messages;)
+        }
+    });
     quote! {
         #[allow(dead_code)]
         fn __pkb_type_checks() {
@@ -547,8 +633,181 @@ fn argument_checks(handler: &Handler, usage: ArgumentUse) -> TokenStream {
     }
 }
 
+/// `tokens` with every token's location moved to `span`, keeping its name resolution.
+fn relocate(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut token| {
+            if let TokenTree::Group(group) = &token {
+                let mut inner = Group::new(group.delimiter(), relocate(group.stream(), span));
+                inner.set_span(group.span().located_at(span));
+                token = TokenTree::Group(inner);
+            } else {
+                token.set_span(token.span().located_at(span));
+            }
+            token
+        })
+        .collect()
+}
+
+/// Autoref specialization (dtolnay/case-studies, `autoref-specialization`). Generated code
+/// reaches each argument and return type `T` through `(&__PkbType::<T>::NEW).__pkb_*(..)`.
+/// When `T` passes its check in `__pkb_type_checks`, the call resolves to the checked impl
+/// (`__PkbArgument`, `__PkbVariable`, `__PkbReturn`), which does the work. When it fails, the
+/// call resolves instead to `__PkbUnchecked`, whose bodies never run (the build has already
+/// failed) but which lets the rest of the expansion type-check: the compiler reports the
+/// mistake once, at the user's type, instead of again for every use inside generated code.
+fn specialization(usage: ArgumentUse) -> TokenStream {
+    let reply = match usage {
+        ArgumentUse::Tool => quote!(__pkb::CallToolResult),
+        ArgumentUse::Resource => {
+            quote!(::core::result::Result<::std::string::String, __pkb::ResourceError>)
+        }
+        ArgumentUse::Prompt => quote! {
+            ::core::result::Result<::std::vec::Vec<__pkb::PromptMessage>, __pkb::PromptError>
+        },
+    };
+    let common = quote! {
+        struct __PkbType<T>(::core::marker::PhantomData<T>);
+        impl<T> __PkbType<T> {
+            const NEW: Self = Self(::core::marker::PhantomData);
+        }
+        impl<T> __PkbUnchecked for &__PkbType<T> {}
+    };
+    let arguments = quote! {
+        #[allow(dead_code)]
+        trait __PkbArgument<T> {
+            fn __pkb_typed(&self, spec: __pkb::ArgSpec) -> __pkb::ArgSpec;
+            fn __pkb_take(
+                &self,
+                value: ::core::option::Option<__pkb::Value>,
+                spec: &__pkb::ArgSpec,
+            ) -> ::core::result::Result<T, #reply>;
+        }
+        impl<T: __pkb::ToolArgument> __PkbArgument<T> for __PkbType<T> {
+            fn __pkb_typed(&self, spec: __pkb::ArgSpec) -> __pkb::ArgSpec {
+                __pkb::ArgSpec {
+                    schema: __pkb::arg_schema::<T>,
+                    accepts: __pkb::arg_accepts::<T>,
+                    ..spec
+                }
+            }
+            fn __pkb_take(
+                &self,
+                value: ::core::option::Option<__pkb::Value>,
+                spec: &__pkb::ArgSpec,
+            ) -> ::core::result::Result<T, #reply> {
+                __pkb::from_validated(value, spec).map_err(__pkb_invalid)
+            }
+        }
+    };
+    let unchecked_arguments = quote! {
+        fn __pkb_typed(&self, _: __pkb::ArgSpec) -> __pkb::ArgSpec {
+            ::core::unreachable!()
+        }
+        fn __pkb_take<T>(
+            &self,
+            _: ::core::option::Option<__pkb::Value>,
+            _: &__pkb::ArgSpec,
+        ) -> ::core::result::Result<T, #reply> {
+            ::core::unreachable!()
+        }
+    };
+    match usage {
+        ArgumentUse::Tool => quote! {
+            #common
+            #arguments
+            use __pkb::tool_invalid as __pkb_invalid;
+            trait __PkbReturn<R: __pkb::ToolReturn> {
+                fn __pkb_reply(
+                    &self,
+                    result: R,
+                    text: ::core::option::Option<fn(&R::Output) -> ::std::string::String>,
+                ) -> #reply;
+            }
+            impl<R: __pkb::ToolReturn> __PkbReturn<R> for __PkbType<R> {
+                fn __pkb_reply(
+                    &self,
+                    result: R,
+                    text: ::core::option::Option<fn(&R::Output) -> ::std::string::String>,
+                ) -> #reply {
+                    __pkb::tool_reply(result, text)
+                }
+            }
+            #[allow(dead_code)]
+            trait __PkbUnchecked {
+                #unchecked_arguments
+                fn __pkb_reply<R>(
+                    &self,
+                    _: R,
+                    _: ::core::option::Option<fn(&()) -> ::std::string::String>,
+                ) -> #reply {
+                    ::core::unreachable!()
+                }
+            }
+        },
+        ArgumentUse::Prompt => quote! {
+            #common
+            #arguments
+            use __pkb::prompt_invalid as __pkb_invalid;
+            trait __PkbReturn<R> {
+                fn __pkb_finish(&self, result: R) -> #reply;
+            }
+            impl<R: __pkb::PromptReturn> __PkbReturn<R> for __PkbType<R> {
+                fn __pkb_finish(&self, result: R) -> #reply {
+                    __pkb::PromptReturn::into_messages(result)
+                }
+            }
+            #[allow(dead_code)]
+            trait __PkbUnchecked {
+                #unchecked_arguments
+                fn __pkb_finish<R>(&self, _: R) -> #reply {
+                    ::core::unreachable!()
+                }
+            }
+        },
+        ArgumentUse::Resource => quote! {
+            #common
+            #[allow(dead_code)]
+            trait __PkbVariable {
+                fn __pkb_variable(
+                    &self,
+                    values: &mut [::std::string::String],
+                    index: usize,
+                ) -> ::std::string::String;
+            }
+            impl __PkbVariable for __PkbType<::std::string::String> {
+                fn __pkb_variable(
+                    &self,
+                    values: &mut [::std::string::String],
+                    index: usize,
+                ) -> ::std::string::String {
+                    __pkb::take_variable(values, index)
+                }
+            }
+            trait __PkbReturn<R> {
+                fn __pkb_finish(&self, result: R) -> #reply;
+            }
+            impl<R: __pkb::ResourceReturn> __PkbReturn<R> for __PkbType<R> {
+                fn __pkb_finish(&self, result: R) -> #reply {
+                    __pkb::ResourceReturn::into_text(result)
+                }
+            }
+            #[allow(dead_code)]
+            trait __PkbUnchecked {
+                fn __pkb_variable<T>(&self, _: &mut [::std::string::String], _: usize) -> T {
+                    ::core::unreachable!()
+                }
+                fn __pkb_finish<R>(&self, _: R) -> #reply {
+                    ::core::unreachable!()
+                }
+            }
+        },
+    }
+}
+
 /// `let name: T = ...;` for each argument, and the call's argument list in declaration order.
-fn bind_arguments(handler: &Handler, invalid: TokenStream) -> (TokenStream, TokenStream) {
+fn bind_arguments(handler: &Handler) -> (TokenStream, TokenStream) {
     let mut bindings = TokenStream::new();
     let mut call_args = Vec::new();
     let mut index = 0usize;
@@ -559,9 +818,9 @@ fn bind_arguments(handler: &Handler, invalid: TokenStream) -> (TokenStream, Toke
                 let ty = &argument.ty;
                 let local = format_ident!("__pkb_arg_{}", index);
                 bindings.extend(quote! {
-                    let #local: #ty = match __pkb::from_validated(__values.next(), &__PKB_ARGS[#index]) {
+                    let #local: #ty = match (&__PkbType::<#ty>::NEW).__pkb_take(__values.next(), &__PKB_ARGS[#index]) {
                         ::core::result::Result::Ok(value) => value,
-                        ::core::result::Result::Err(invalid) => return #invalid(invalid),
+                        ::core::result::Result::Err(reply) => return reply,
                     };
                 });
                 call_args.push(quote!(#local));

@@ -55,9 +55,16 @@ pub fn print_tools(registry: &Registry) -> ExitCode {
     let mut out = String::new();
     for tool in registry.tools() {
         let description = tool.description.as_deref().unwrap_or_default();
-        let summary = description.split(". ").next().unwrap_or_default().trim_end_matches('.');
+        let summary = description
+            .split(". ")
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches('.');
         out.push_str(&format!("{}\n    {summary}.\n", tool.name));
-        let properties = tool.input_schema.get("properties").and_then(Value::as_object);
+        let properties = tool
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object);
         let required: Vec<&str> = tool
             .input_schema
             .get("required")
@@ -66,9 +73,19 @@ pub fn print_tools(registry: &Registry) -> ExitCode {
             .unwrap_or_default();
         for (name, schema) in properties.into_iter().flatten() {
             let kind = schema.get("type").map(Value::to_string).unwrap_or_default();
-            let need = if required.contains(&name.as_str()) { "required" } else { "optional" };
-            let what = schema.get("description").and_then(Value::as_str).unwrap_or_default();
-            out.push_str(&format!("    {name} ({}, {need}): {what}\n", kind.trim_matches('"')));
+            let need = if required.contains(&name.as_str()) {
+                "required"
+            } else {
+                "optional"
+            };
+            let what = schema
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "    {name} ({}, {need}): {what}\n",
+                kind.trim_matches('"')
+            ));
         }
     }
     print_out(&out)
@@ -78,12 +95,17 @@ pub fn print_tools(registry: &Registry) -> ExitCode {
 pub async fn call(registry: &Registry, ctx: Context, tool: &str, arguments: &str) -> ExitCode {
     let arguments = match serde_json::from_str::<Value>(arguments) {
         Ok(Value::Object(map)) => Some(map),
-        Ok(_) => return error_out("the arguments must be a JSON object, such as '{\"id\": \"todo\"}'"),
+        Ok(_) => {
+            return error_out("the arguments must be a JSON object, such as '{\"id\": \"todo\"}'");
+        }
         Err(error) => return error_out(&format!("the arguments are not valid JSON: {error}")),
     };
     let Some(result) = registry.call_tool(ctx, tool, arguments).await else {
         let names: Vec<&str> = registry.tools().map(|t| t.name.as_ref()).collect();
-        return error_out(&format!("unknown tool `{tool}`; the tools are: {}", names.join(", ")));
+        return error_out(&format!(
+            "unknown tool `{tool}`; the tools are: {}",
+            names.join(", ")
+        ));
     };
     let text: Vec<String> = result
         .content
@@ -106,7 +128,10 @@ pub async fn call(registry: &Registry, ctx: Context, tool: &str, arguments: &str
 #[allow(clippy::print_stdout)]
 fn print_out(text: &str) -> ExitCode {
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) => ExitCode::FAILURE,
     }

@@ -141,22 +141,42 @@ fn check_value(spec: &ArgSpec, mut value: Value, invalid: &mut InvalidArguments)
         return value;
     }
     match &value {
-        Value::String(text) => check_text(spec.name, text, rules.min_len, rules.max_len, rules.single_line, invalid),
+        Value::String(text) => check_text(
+            spec.name,
+            text,
+            rules.min_len,
+            rules.max_len,
+            rules.single_line,
+            invalid,
+        ),
         Value::Array(items) => {
             if let Some(min) = rules.min_items
                 && items.len() < min
             {
-                invalid.push(spec.name, format!("must have at least {}", plural(min, "item")));
+                invalid.push(
+                    spec.name,
+                    format!("must have at least {}", plural(min, "item")),
+                );
             }
             if let Some(max) = rules.max_items
                 && items.len() > max
             {
-                invalid.push(spec.name, format!("must have at most {}", plural(max, "item")));
+                invalid.push(
+                    spec.name,
+                    format!("must have at most {}", plural(max, "item")),
+                );
             }
             for (index, item) in items.iter().enumerate() {
                 if let Value::String(text) = item {
                     let field = format!("{}[{index}]", spec.name);
-                    check_text(&field, text, rules.item_min_len, rules.item_max_len, false, invalid);
+                    check_text(
+                        &field,
+                        text,
+                        rules.item_min_len,
+                        rules.item_max_len,
+                        false,
+                        invalid,
+                    );
                 }
             }
         }
@@ -191,12 +211,18 @@ fn check_text(
     if let Some(min) = min_len
         && chars < min
     {
-        invalid.push(field, format!("must be at least {}", plural(min, "character")));
+        invalid.push(
+            field,
+            format!("must be at least {}", plural(min, "character")),
+        );
     }
     if let Some(max) = max_len
         && chars > max
     {
-        invalid.push(field, format!("must be at most {}", plural(max, "character")));
+        invalid.push(
+            field,
+            format!("must be at most {}", plural(max, "character")),
+        );
     }
     if single_line && text.chars().any(char::is_control) {
         invalid.push(field, "must be one line without control characters");
@@ -237,7 +263,12 @@ fn describe_type(schema: &Value, depth: usize) -> String {
     match schema.get("type") {
         Some(Value::String(name)) if name == "array" && depth == 0 => {
             match schema.get("items").and_then(|items| items.get("type")) {
-                Some(Value::String(item)) => format!("an array of {}s", kind(item).trim_start_matches("an ").trim_start_matches("a ")),
+                Some(Value::String(item)) => format!(
+                    "an array of {}s",
+                    kind(item)
+                        .trim_start_matches("an ")
+                        .trim_start_matches("a ")
+                ),
                 _ => "an array".into(),
             }
         }
@@ -258,7 +289,11 @@ fn describe_type(schema: &Value, depth: usize) -> String {
         _ => match schema.get("enum").and_then(Value::as_array) {
             Some(options) => format!(
                 "one of {}",
-                options.iter().map(Value::to_string).collect::<Vec<_>>().join(", ")
+                options
+                    .iter()
+                    .map(Value::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             None => "a value of the declared type".into(),
         },

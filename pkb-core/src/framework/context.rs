@@ -77,7 +77,9 @@ fn severity(level: LoggingLevel) -> u8 {
 /// A poisoned lock only means another request panicked mid-update of a plain set; the data is
 /// still usable, and one bad request must not stop the server.
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Why a sampling request produced no message.
@@ -96,8 +98,18 @@ pub enum SamplingError {
 
 impl Context {
     /// A context for a request from a connected client.
-    pub fn new(store: Store, session: Arc<Session>, peer: Option<Peer<RoleServer>>, sampling: bool) -> Self {
-        Self { store, session, peer, sampling }
+    pub fn new(
+        store: Store,
+        session: Arc<Session>,
+        peer: Option<Peer<RoleServer>>,
+        sampling: bool,
+    ) -> Self {
+        Self {
+            store,
+            session,
+            peer,
+            sampling,
+        }
     }
 
     /// A context with no client attached, as for the `call` command line: sampling is

@@ -63,8 +63,12 @@ impl Registry {
     pub fn collect() -> Result<Self, DuplicateName> {
         Self::from_defs(
             inventory::iter::<ToolRegistration>.into_iter().map(|r| r.0),
-            inventory::iter::<ResourceRegistration>.into_iter().map(|r| r.0),
-            inventory::iter::<PromptRegistration>.into_iter().map(|r| r.0),
+            inventory::iter::<ResourceRegistration>
+                .into_iter()
+                .map(|r| r.0),
+            inventory::iter::<PromptRegistration>
+                .into_iter()
+                .map(|r| r.0),
         )
     }
 
@@ -80,20 +84,37 @@ impl Registry {
             prompts: BTreeMap::new(),
         };
         for def in tools {
-            if registry.tools.insert(def.name, (def, describe_tool(def))).is_some() {
-                return Err(DuplicateName { kind: "tool", name: def.name.into() });
+            if registry
+                .tools
+                .insert(def.name, (def, describe_tool(def)))
+                .is_some()
+            {
+                return Err(DuplicateName {
+                    kind: "tool",
+                    name: def.name.into(),
+                });
             }
         }
         for def in resources {
-            if registry.resources.iter().any(|r| r.uri == def.uri || r.name == def.name) {
-                return Err(DuplicateName { kind: "resource", name: def.name.into() });
+            if registry
+                .resources
+                .iter()
+                .any(|r| r.uri == def.uri || r.name == def.name)
+            {
+                return Err(DuplicateName {
+                    kind: "resource",
+                    name: def.name.into(),
+                });
             }
             registry.resources.push(def);
         }
         registry.resources.sort_by_key(|r| r.uri);
         for def in prompts {
             if registry.prompts.insert(def.name, def).is_some() {
-                return Err(DuplicateName { kind: "prompt", name: def.name.into() });
+                return Err(DuplicateName {
+                    kind: "prompt",
+                    name: def.name.into(),
+                });
             }
         }
         Ok(registry)
@@ -126,37 +147,47 @@ impl Registry {
         let call = AssertUnwindSafe((def.call)(ctx, arguments)).catch_unwind();
         Some(call.await.unwrap_or_else(|_| {
             tracing::error!(tool = def.name, "tool handler panicked");
-            tool_error(format!("internal error: the `{}` tool failed unexpectedly", def.name))
+            tool_error(format!(
+                "internal error: the `{}` tool failed unexpectedly",
+                def.name
+            ))
         }))
     }
 
     /// Resources with a fixed URI.
     pub fn static_resources(&self) -> impl Iterator<Item = Resource> + '_ {
-        self.resources.iter().filter(|r| !r.is_template()).map(|def| {
-            let mut resource = Resource::new(def.uri, def.name).with_description(def.description);
-            if let Some(title) = def.title {
-                resource = resource.with_title(title);
-            }
-            if let Some(mime) = def.mime_type {
-                resource = resource.with_mime_type(mime);
-            }
-            resource
-        })
+        self.resources
+            .iter()
+            .filter(|r| !r.is_template())
+            .map(|def| {
+                let mut resource =
+                    Resource::new(def.uri, def.name).with_description(def.description);
+                if let Some(title) = def.title {
+                    resource = resource.with_title(title);
+                }
+                if let Some(mime) = def.mime_type {
+                    resource = resource.with_mime_type(mime);
+                }
+                resource
+            })
     }
 
     /// Resource templates.
     pub fn resource_templates(&self) -> impl Iterator<Item = ResourceTemplate> + '_ {
-        self.resources.iter().filter(|r| r.is_template()).map(|def| {
-            let mut template =
-                ResourceTemplate::new(def.uri, def.name).with_description(def.description);
-            if let Some(title) = def.title {
-                template = template.with_title(title);
-            }
-            if let Some(mime) = def.mime_type {
-                template = template.with_mime_type(mime);
-            }
-            template
-        })
+        self.resources
+            .iter()
+            .filter(|r| r.is_template())
+            .map(|def| {
+                let mut template =
+                    ResourceTemplate::new(def.uri, def.name).with_description(def.description);
+                if let Some(title) = def.title {
+                    template = template.with_title(title);
+                }
+                if let Some(mime) = def.mime_type {
+                    template = template.with_mime_type(mime);
+                }
+                template
+            })
     }
 
     /// The resource a URI names, with its variable values. Fixed URIs win over templates.
@@ -178,7 +209,9 @@ impl Registry {
         let read = AssertUnwindSafe((def.read)(ctx, values)).catch_unwind();
         let text = read.await.unwrap_or_else(|_| {
             tracing::error!(resource = def.name, "resource handler panicked");
-            Err(ResourceError::Failed("internal error: reading the resource failed".into()))
+            Err(ResourceError::Failed(
+                "internal error: reading the resource failed".into(),
+            ))
         })?;
         Ok((def.mime_type, text))
     }
@@ -218,7 +251,9 @@ impl Registry {
         let get = AssertUnwindSafe((def.get)(ctx, arguments)).catch_unwind();
         Some(get.await.unwrap_or_else(|_| {
             tracing::error!(prompt = def.name, "prompt handler panicked");
-            Err(PromptError("internal error: the prompt failed unexpectedly".into()))
+            Err(PromptError(
+                "internal error: the prompt failed unexpectedly".into(),
+            ))
         }))
     }
 

@@ -109,7 +109,10 @@ impl ResourceReturn for Result<String, ResourceError> {
 
 /// Moves the variable at `index` out of the matched values.
 pub fn take_variable(values: &mut [String], index: usize) -> String {
-    values.get_mut(index).map(std::mem::take).unwrap_or_default()
+    values
+        .get_mut(index)
+        .map(std::mem::take)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -118,7 +121,10 @@ mod tests {
 
     #[test]
     fn matches_templates() {
-        assert_eq!(match_template("pkb://notes/{id}", "pkb://notes/todo"), Some(vec!["todo".into()]));
+        assert_eq!(
+            match_template("pkb://notes/{id}", "pkb://notes/todo"),
+            Some(vec!["todo".into()])
+        );
         assert_eq!(match_template("pkb://notes/{id}", "pkb://notes/"), None);
         assert_eq!(match_template("pkb://notes/{id}", "pkb://notes/a/b"), None);
         assert_eq!(match_template("pkb://notes/{id}", "pkb://other/a"), None);

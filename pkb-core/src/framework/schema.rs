@@ -45,9 +45,7 @@ pub fn input_schema(specs: &[ArgSpec]) -> Arc<JsonObject> {
             set("pattern", Some(json!(SINGLE_LINE_PATTERN)));
         }
         if rules.item_min_len.is_some() || rules.item_max_len.is_some() {
-            let items = property
-                .entry("items")
-                .or_insert_with(|| json!({}));
+            let items = property.entry("items").or_insert_with(|| json!({}));
             if let Value::Object(items) = items {
                 if let Some(min) = rules.item_min_len {
                     items.insert("minLength".into(), min.into());

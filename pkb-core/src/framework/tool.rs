@@ -56,7 +56,9 @@ pub struct ToolError {
 impl ToolError {
     /// A tool execution error with this exact text.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into() }
+        Self {
+            message: message.into(),
+        }
     }
 
     /// The text the client will see.
@@ -100,7 +102,10 @@ pub fn output_schema_of<R: ToolReturn>() -> Arc<JsonObject> {
 
 /// Shapes a handler's result: `structuredContent` plus one text item, the same JSON
 /// pretty-printed, or the text `text` gives.
-pub fn tool_reply<R: ToolReturn>(result: R, text: Option<fn(&R::Output) -> String>) -> CallToolResult {
+pub fn tool_reply<R: ToolReturn>(
+    result: R,
+    text: Option<fn(&R::Output) -> String>,
+) -> CallToolResult {
     match result.into_result() {
         Err(error) => tool_error(error.message),
         Ok(output) => match serde_json::to_value(&output) {

@@ -16,7 +16,11 @@ pub async fn quick_capture(
     #[arg(default)]
     tags: String,
 ) -> Result<Vec<PromptMessage>, PromptError> {
-    let tags: Vec<&str> = tags.split(',').map(str::trim).filter(|t| !t.is_empty()).collect();
+    let tags: Vec<&str> = tags
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .collect();
     let tag_line = if tags.is_empty() {
         "Choose 1 to 3 short, lowercase tags.".to_string()
     } else {

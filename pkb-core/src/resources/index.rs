@@ -14,7 +14,12 @@ struct Index {
 }
 
 /// Every note's ID, title, tags and last update, sorted by ID.
-#[pkb_resource(uri = "pkb://notes", name = "notes", title = "All notes", mime_type = "application/json")]
+#[pkb_resource(
+    uri = "pkb://notes",
+    name = "notes",
+    title = "All notes",
+    mime_type = "application/json"
+)]
 pub async fn notes_index(ctx: &Context) -> Result<String, ResourceError> {
     let mut notes = Vec::new();
     loop {

@@ -102,7 +102,11 @@ pub struct NoteDraft {
 
 impl NoteDraft {
     /// A draft whose id is derived from the title with [`derive_id`].
-    pub fn from_title(title: impl Into<String>, tags: Vec<String>, body: impl Into<String>) -> Self {
+    pub fn from_title(
+        title: impl Into<String>,
+        tags: Vec<String>,
+        body: impl Into<String>,
+    ) -> Self {
         let title = title.into();
         NoteDraft {
             id: derive_id(title.trim()),
@@ -262,10 +266,7 @@ impl Store {
     ///
     /// A relative `XDG_DATA_HOME` is ignored, as the XDG base directory spec requires.
     pub fn default_path() -> Result<PathBuf, StoreError> {
-        default_path_from(
-            std::env::var_os("XDG_DATA_HOME"),
-            std::env::var_os("HOME"),
-        )
+        default_path_from(std::env::var_os("XDG_DATA_HOME"), std::env::var_os("HOME"))
     }
 
     /// The note with exactly this id.

@@ -63,7 +63,9 @@ mod tests {
 
     #[test]
     fn no_words_means_no_query() {
-        for q in ["", "   ", "\"", "***", "()", ":-^", "\"\"", "—", "«»", "\u{0}"] {
+        for q in [
+            "", "   ", "\"", "***", "()", ":-^", "\"\"", "—", "«»", "\u{0}",
+        ] {
             assert_eq!(match_expression(q), None, "{q:?}");
         }
     }

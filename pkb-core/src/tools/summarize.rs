@@ -31,7 +31,11 @@ pub async fn summarize(
     id: String,
 ) -> Result<SummarizeOutput, ToolError> {
     let (summary, source) = summary_of(ctx, &id).await?.1;
-    Ok(SummarizeOutput { id, summary, source })
+    Ok(SummarizeOutput {
+        id,
+        summary,
+        source,
+    })
 }
 
 /// What `summarize_and_save` returns.
@@ -64,7 +68,10 @@ pub async fn summarize_and_save(
         body: summary.chars().take(BODY_MAX_CHARS).collect(),
     };
     let saved = save(ctx, draft, true).await?;
-    Ok(SummarizeAndSaveOutput { id: saved.id, source })
+    Ok(SummarizeAndSaveOutput {
+        id: saved.id,
+        source,
+    })
 }
 
 fn saved_summary_text(output: &SummarizeAndSaveOutput) -> String {

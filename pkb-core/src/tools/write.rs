@@ -37,9 +37,18 @@ pub async fn write(
     #[arg(default)]
     overwrite: bool,
 ) -> Result<WriteOutput, ToolError> {
-    let draft = NoteDraft { id: derive_id(&title), title, tags: normalize_tags(tags), body };
+    let draft = NoteDraft {
+        id: derive_id(&title),
+        title,
+        tags: normalize_tags(tags),
+        body,
+    };
     let saved = save(ctx, draft, overwrite).await?;
-    Ok(WriteOutput { id: saved.id, title: saved.title, created: saved.created })
+    Ok(WriteOutput {
+        id: saved.id,
+        title: saved.title,
+        created: saved.created,
+    })
 }
 
 fn saved_text(output: &WriteOutput) -> String {
@@ -58,7 +67,11 @@ pub struct Saved {
 
 /// Saves `draft` and tells subscribed clients; shared by every tool that writes a note.
 pub async fn save(ctx: &Context, draft: NoteDraft, overwrite: bool) -> Result<Saved, ToolError> {
-    let mode = if overwrite { PutMode::Replace } else { PutMode::CreateOnly };
+    let mode = if overwrite {
+        PutMode::Replace
+    } else {
+        PutMode::CreateOnly
+    };
     let id = draft.id.clone();
     let (note, created) = match ctx.store().put(draft, mode).await? {
         PutOutcome::Created(note) => (note, true),
@@ -70,5 +83,9 @@ pub async fn save(ctx: &Context, draft: NoteDraft, overwrite: bool) -> Result<Sa
         }
     };
     crate::resources::announce_change(ctx, &note.id, created).await;
-    Ok(Saved { id: note.id, title: note.title, created })
+    Ok(Saved {
+        id: note.id,
+        title: note.title,
+        created,
+    })
 }

@@ -1,0 +1,57 @@
+//! The example tool is registered by linking, validated by its declaration, and answers.
+
+use pkb_core::store::Store;
+use pkb_core::{Context, Registry};
+use serde_json::json;
+
+// Linking the example crate is what registers its tool.
+use pkb_examples as _;
+
+fn arguments(value: serde_json::Value) -> Option<serde_json::Map<String, serde_json::Value>> {
+    value.as_object().cloned()
+}
+
+#[tokio::test]
+async fn word_count_is_registered_beside_the_built_in_tools() {
+    let registry = Registry::collect().unwrap();
+    let names: Vec<&str> = registry.tools().map(|t| t.name.as_ref()).collect();
+    assert!(
+        names.contains(&"word_count") && names.contains(&"search"),
+        "{names:?}"
+    );
+    let tool = registry.tool_description("word_count").unwrap();
+    assert_eq!(tool.title.as_deref(), Some("Word count"));
+    assert_eq!(tool.input_schema["properties"]["id"]["maxLength"], 100);
+    assert_eq!(
+        tool.annotations.as_ref().unwrap().read_only_hint,
+        Some(true)
+    );
+}
+
+#[tokio::test]
+async fn word_count_counts_and_validates() {
+    let registry = Registry::collect().unwrap();
+    let ctx = Context::detached(Store::open_in_memory(true).unwrap());
+    let result = registry
+        .call_tool(
+            ctx.clone(),
+            "word_count",
+            arguments(json!({"id": " deploy-checklist "})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"id": "deploy-checklist", "words": 9, "characters": 55}))
+    );
+    let invalid = registry
+        .call_tool(ctx.clone(), "word_count", arguments(json!({"id": ""})))
+        .await
+        .unwrap();
+    assert_eq!(invalid.is_error, Some(true));
+    let missing = registry
+        .call_tool(ctx, "word_count", arguments(json!({"id": "nope"})))
+        .await
+        .unwrap();
+    assert_eq!(missing.is_error, Some(true));
+}

@@ -1,0 +1,370 @@
+//! Opening store files: new, existing, and every kind of file that must be refused untouched.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use pkb_core::store::{NoteDraft, PutMode, Store, StoreError};
+use sha2::{Digest, Sha256};
+
+fn sha256(path: &Path) -> String {
+    let bytes = fs::read(path).expect("read file");
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Every file in `dir` with its hash, so a test can tell that nothing was added or changed.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
+    fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            let h = sha256(&p);
+            (p, h)
+        })
+        .collect()
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}
+
+fn draft(id: &str, body: &str) -> NoteDraft {
+    NoteDraft {
+        id: id.to_owned(),
+        title: format!("Title of {id}"),
+        tags: vec!["t".to_owned()],
+        body: body.to_owned(),
+    }
+}
+
+/// A store file holding `n` notes with ~1 KiB bodies, closed cleanly (no WAL left).
+fn pkb_file(dir: &Path, n: usize) -> PathBuf {
+    let path = dir.join("pkb.db");
+    let store = Store::open(&path, true).expect("create store");
+    let drafts = (0..n)
+        .map(|i| draft(&format!("n{i}"), &format!("body {i} ").repeat(100)))
+        .collect();
+    block_on(store.put_many(drafts, PutMode::CreateOnly)).expect("fill store");
+    drop(store);
+    assert!(
+        !dir.join("pkb.db-wal").exists(),
+        "closing the last connection folds the WAL into the file"
+    );
+    path
+}
+
+/// Opens `path`, expecting a refusal whose message names the file, and checks that the
+/// directory's files are byte-for-byte as before.
+fn refused(path: &Path, allow_side_files: bool) -> StoreError {
+    let dir = path.parent().expect("parent");
+    let before = snapshot(dir);
+    let err = Store::open(path, true).expect_err("the file must be refused");
+    let message = err.to_string();
+    eprintln!("refused: {message}");
+    assert!(
+        message.contains(&path.display().to_string()),
+        "error names the file: {message}"
+    );
+    let after = snapshot(dir);
+    assert_eq!(after.get(path), before.get(path), "file bytes unchanged");
+    if allow_side_files {
+        // SQLite's -wal/-shm companions of a WAL file may appear, and any reader updates
+        // the -shm index; neither holds data. Everything else must be as it was.
+        for (p, h) in &before {
+            if !p.to_string_lossy().ends_with("-shm") {
+                assert_eq!(after.get(p), Some(h), "{} unchanged", p.display());
+            }
+        }
+    } else {
+        assert_eq!(
+            after,
+            before,
+            "no file added or changed in {}",
+            dir.display()
+        );
+    }
+    err
+}
+
+#[test]
+fn refuses_a_garbage_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("garbage.db");
+    let bytes: Vec<u8> = (0u32..8192)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    fs::write(&path, bytes).unwrap();
+    let err = refused(&path, false);
+    assert!(matches!(err, StoreError::NotPkb { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{} is not a PKB database (it is not an SQLite database); it was left untouched",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn refuses_a_short_text_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    fs::write(&path, "just some text\n").unwrap();
+    let err = refused(&path, false);
+    assert!(matches!(err, StoreError::NotPkb { .. }), "{err:?}");
+}
+
+#[test]
+fn refuses_a_truncated_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 300);
+    let len = fs::metadata(&path).unwrap().len();
+    assert!(len > 100_000, "store is big enough to cut: {len}");
+    let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.set_len(len / 2).unwrap();
+    drop(file);
+    let err = refused(&path, true);
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+    assert!(err.to_string().contains("is damaged"), "{err}");
+}
+
+#[test]
+fn refuses_a_store_cut_mid_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 300);
+    let len = fs::metadata(&path).unwrap().len();
+    let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.set_len(len - 1000).unwrap();
+    drop(file);
+    let err = refused(&path, true);
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+}
+
+#[test]
+fn refuses_a_store_missing_its_last_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 300);
+    let len = fs::metadata(&path).unwrap().len();
+    let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.set_len(len - 2 * 4096).unwrap();
+    drop(file);
+    let err = refused(&path, true);
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+}
+
+#[test]
+fn refuses_a_store_with_a_damaged_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 300);
+    let mut bytes = fs::read(&path).unwrap();
+    // Overwrite a page in the middle, away from the header, with a repeating pattern.
+    let page = 4096;
+    let start = (bytes.len() / page / 2) * page;
+    for (i, b) in bytes[start..start + page].iter_mut().enumerate() {
+        *b = (i % 251) as u8;
+    }
+    fs::write(&path, &bytes).unwrap();
+    let err = refused(&path, true);
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+}
+
+#[test]
+fn refuses_another_applications_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("other.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA application_id = 305419896;
+             CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT);
+             CREATE TABLE ledger (id INTEGER PRIMARY KEY, amount REAL);
+             INSERT INTO accounts (name) VALUES ('alice'), ('bob');",
+        )
+        .unwrap();
+    }
+    let err = refused(&path, false);
+    assert!(matches!(err, StoreError::NotPkb { .. }), "{err:?}");
+    let message = err.to_string();
+    assert!(message.contains("application_id 0x12345678"), "{message}");
+    assert!(message.contains("accounts, ledger"), "{message}");
+}
+
+#[test]
+fn refuses_a_database_without_application_id_that_has_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plain.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE notes (id TEXT PRIMARY KEY, text TEXT);")
+            .unwrap();
+    }
+    let err = refused(&path, false);
+    assert!(matches!(err, StoreError::NotPkb { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("without an application id"),
+        "{err}"
+    );
+}
+
+#[test]
+fn leaves_a_foreign_wal_database_and_its_pending_log_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wal.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (x);")
+            .unwrap();
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )
+        .unwrap();
+        conn.execute_batch("INSERT INTO t VALUES (1), (2), (3);")
+            .unwrap();
+    }
+    let wal = dir.path().join("wal.db-wal");
+    assert!(
+        fs::metadata(&wal).unwrap().len() > 0,
+        "frames left in the WAL"
+    );
+    let wal_before = sha256(&wal);
+    let err = refused(&path, true);
+    assert!(matches!(err, StoreError::NotPkb { .. }), "{err:?}");
+    assert_eq!(
+        sha256(&wal),
+        wal_before,
+        "pending WAL frames not checkpointed"
+    );
+}
+
+#[test]
+fn refuses_a_store_from_a_newer_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 3);
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 9).unwrap();
+    }
+    let err = refused(&path, true);
+    assert!(
+        matches!(
+            err,
+            StoreError::TooNew {
+                found: 9,
+                supported: 1,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{} was written by a newer PKB (schema version 9, this build reads up to 1)",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn refuses_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Store::open(dir.path(), true).expect_err("a folder is not a store");
+    assert!(matches!(err, StoreError::Open { .. }), "{err:?}");
+    assert!(err.to_string().contains(&dir.path().display().to_string()));
+}
+
+#[test]
+fn an_empty_file_becomes_a_new_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.db");
+    fs::write(&path, b"").unwrap();
+    let store = Store::open(&path, true).unwrap();
+    assert_eq!(block_on(store.count()).unwrap(), 3);
+}
+
+#[test]
+fn a_missing_file_is_created_with_its_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a").join("b").join("pkb.db");
+    let store = Store::open(&path, true).unwrap();
+    assert!(path.is_file());
+    assert_eq!(block_on(store.count()).unwrap(), 3);
+    drop(store);
+
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let app_id: i64 = conn
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(app_id, 0x504B_4231);
+    assert_eq!(version, 1);
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn seed_false_creates_an_empty_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("x.db"), false).unwrap();
+    assert_eq!(block_on(store.count()).unwrap(), 0);
+}
+
+#[test]
+fn reopening_keeps_notes_and_never_reseeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pkb.db");
+    {
+        let store = Store::open(&path, true).unwrap();
+        block_on(async {
+            store
+                .put(draft("kept", "kept body"), PutMode::CreateOnly)
+                .await
+                .unwrap();
+            assert!(store.delete("todo").await.unwrap());
+        });
+    }
+    let store = Store::open(&path, true).unwrap();
+    block_on(async {
+        assert_eq!(store.count().await.unwrap(), 3);
+        assert_eq!(
+            store.get("todo").await.unwrap(),
+            None,
+            "seeds only on creation"
+        );
+        let kept = store.get("kept").await.unwrap().unwrap();
+        assert_eq!(kept.body, "kept body");
+        assert_eq!(
+            store.search("kept", &[], 10).await.unwrap()[0].id,
+            "kept",
+            "search index persisted"
+        );
+        store.verify().await.unwrap();
+    });
+}
+
+#[test]
+fn in_memory_stores_write_no_file_and_are_independent() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd_before = snapshot(dir.path());
+    let a = Store::open_in_memory(true).unwrap();
+    let b = Store::open_in_memory(false).unwrap();
+    block_on(async {
+        a.put(draft("x", ""), PutMode::CreateOnly).await.unwrap();
+        assert_eq!(a.count().await.unwrap(), 4);
+        assert_eq!(b.count().await.unwrap(), 0);
+    });
+    assert_eq!(snapshot(dir.path()), cwd_before);
+}

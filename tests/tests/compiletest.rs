@@ -1,0 +1,13 @@
+//! Compile tests for `#[pkb_tool]`, `#[pkb_resource]` and `#[pkb_prompt]`: every mistake a
+//! user can make gets one clear error at the offending token (`ui/fail/<category>/`), and
+//! every supported form compiles (`ui/pass/`).
+//!
+//! After changing a diagnostic, regenerate the `.stderr` files with
+//! `TRYBUILD=overwrite cargo test -p pkb-tests --test compiletest`, then review the diff.
+
+#[test]
+fn ui() {
+    let t = trybuild::TestCases::new();
+    t.compile_fail("ui/fail/*/*.rs");
+    t.pass("ui/pass/*.rs");
+}

@@ -1,0 +1,283 @@
+//! The wire itself: raw JSON-RPC lines on the server's stdin, what comes back on stdout,
+//! protocol negotiation, and the golden description of every tool, template and prompt.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+
+struct RawServer {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl RawServer {
+    fn start(log: &str) -> Self {
+        let mut child = Command::new(support::server_binary())
+            .args(["--memory"])
+            .env("RUST_LOG", log)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Self {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, message: Value) {
+        self.send_raw(message.to_string().as_bytes());
+    }
+
+    /// The next answer on stdout; every line must be one JSON-RPC message, and notifications
+    /// (such as `resources/list_changed` after a write) are skipped.
+    fn receive(&mut self) -> Value {
+        loop {
+            let mut line = String::new();
+            self.stdout.read_line(&mut line).unwrap();
+            let value: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
+            assert_eq!(value["jsonrpc"], "2.0", "{value}");
+            if value.get("id").is_some() {
+                return value;
+            }
+        }
+    }
+
+    fn initialize(&mut self, version: &str) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}));
+        let answer = self.receive();
+        if answer.get("result").is_some() {
+            self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        }
+        answer
+    }
+
+    fn fetch_ok(&mut self, id: i64) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "fetch", "arguments": {"id": "todo"}}}));
+        let answer = self.receive();
+        assert_eq!(answer["id"], id);
+        assert_eq!(
+            answer["result"]["structuredContent"]["note"]["id"], "todo",
+            "{answer}"
+        );
+    }
+}
+
+impl Drop for RawServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn initialize_negotiates_up_to_2025_11_25() {
+    let mut server = RawServer::start("warn");
+    let answer = server.initialize("2025-11-25");
+    let result = &answer["result"];
+    assert_eq!(result["protocolVersion"], "2025-11-25");
+    assert_eq!(result["serverInfo"]["name"], "pkb");
+    assert_eq!(result["serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    let caps = &result["capabilities"];
+    for key in ["tools", "prompts", "completions", "logging"] {
+        assert!(caps.get(key).is_some(), "capability {key}: {caps}");
+    }
+    assert_eq!(caps["resources"]["subscribe"], true);
+    assert_eq!(caps["resources"]["listChanged"], true);
+    server.send(json!({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "info"}}));
+    assert_eq!(server.receive()["result"], json!({}));
+
+    let mut old = RawServer::start("warn");
+    assert_eq!(
+        old.initialize("2024-11-05")["result"]["protocolVersion"],
+        "2024-11-05"
+    );
+    let mut newer = RawServer::start("warn");
+    assert_eq!(
+        newer.initialize("2030-01-01")["result"]["protocolVersion"],
+        "2025-11-25"
+    );
+}
+
+#[test]
+fn the_stateless_revision_is_refused() {
+    let mut server = RawServer::start("warn");
+    let answer = server.initialize("2026-07-28");
+    let message = answer.to_string();
+    // Either refused outright, or negotiated down to a revision with initialize.
+    assert!(
+        answer.get("error").is_some() || answer["result"]["protocolVersion"] == "2025-11-25",
+        "{message}"
+    );
+}
+
+#[test]
+fn bad_lines_get_errors_and_the_server_keeps_serving() {
+    let mut server = RawServer::start("warn");
+    server.initialize("2025-11-25");
+
+    server.send_raw(b"this is not json");
+    let answer = server.receive();
+    assert_eq!(answer["error"]["code"], -32700);
+    assert_eq!(answer["id"], Value::Null);
+    server.fetch_ok(1);
+
+    server.send_raw(&[0xff, 0xfe, b'{', 0x80]);
+    assert_eq!(server.receive()["error"]["code"], -32700);
+    server.fetch_ok(2);
+
+    server.send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"arguments": {}}}),
+    );
+    let answer = server.receive();
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (json!(3), json!(-32602)),
+        "{answer}"
+    );
+    server.fetch_ok(4);
+
+    server.send(json!({"jsonrpc": "2.0", "id": 5, "method": "no/such/method"}));
+    let answer = server.receive();
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (json!(5), json!(-32601)),
+        "{answer}"
+    );
+
+    server.send(json!([1, 2, 3]));
+    assert_eq!(server.receive()["error"]["code"], -32600);
+    server.send(json!({"jsonrpc": "2.0", "id": 6}));
+    assert_eq!(server.receive()["error"]["code"], -32600);
+    // A response to a request the server never sent is ignored.
+    server.send(json!({"jsonrpc": "2.0", "id": 99, "result": {}}));
+    server.fetch_ok(7);
+
+    let deep = "[".repeat(100_000);
+    server.send_raw(deep.as_bytes());
+    assert_eq!(server.receive()["error"]["code"], -32700);
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}",
+        "a".repeat(20 << 20)
+    );
+    server.send_raw(huge.as_bytes());
+    let answer = server.receive();
+    assert_eq!(answer["error"]["code"], -32700, "a 20 MB line is refused");
+    server.fetch_ok(9);
+}
+
+#[test]
+fn stdout_carries_only_json_rpc_even_at_trace_level() {
+    let mut server = RawServer::start("trace");
+    server.initialize("2025-11-25");
+    for id in 1..=5 {
+        server.fetch_ok(id);
+    }
+    server.send(json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "write", "arguments": {"title": "Trace", "body": "x"}}}));
+    let answer = server.receive();
+    assert_eq!(answer["result"]["content"][0]["text"], "saved: trace");
+    // Closing stdin ends the server cleanly, with nothing further on stdout.
+    drop(std::mem::replace(
+        &mut server.stdin,
+        Command::new("true")
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap()
+            .stdin
+            .take()
+            .unwrap(),
+    ));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut server.stdout, &mut rest).unwrap();
+    for line in rest.lines() {
+        let value: Value = serde_json::from_str(line).expect("only JSON on stdout");
+        assert_eq!(value["jsonrpc"], "2.0");
+    }
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "exit on stdin EOF: {status}");
+}
+
+#[tokio::test]
+async fn listings_match_the_golden_file() {
+    let client = support::connect_memory().await;
+    let tools = client.list_all_tools().await.unwrap();
+    let templates = client.list_all_resource_templates().await.unwrap();
+    let prompts = client.list_all_prompts().await.unwrap();
+    client.cancel().await.unwrap();
+    let actual = json!({"tools": tools, "resourceTemplates": templates, "prompts": prompts});
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/listings.json");
+    let pretty = serde_json::to_string_pretty(&actual).unwrap() + "\n";
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &pretty).unwrap();
+    }
+    let expected =
+        std::fs::read_to_string(&path).expect("golden file; run with UPDATE_GOLDEN=1 to create it");
+    assert_eq!(
+        pretty, expected,
+        "listings changed: review, then rerun with UPDATE_GOLDEN=1"
+    );
+    // The annotation table of the contract.
+    let hints = |name: &str| {
+        let tool = tools.iter().find(|t| t.name == name).unwrap();
+        let a = tool.annotations.as_ref().unwrap();
+        (
+            a.read_only_hint,
+            a.destructive_hint,
+            a.idempotent_hint,
+            a.open_world_hint,
+        )
+    };
+    let (t, f) = (Some(true), Some(false));
+    assert_eq!(hints("echo"), (t, f, t, f));
+    assert_eq!(hints("search"), (t, f, t, f));
+    assert_eq!(hints("fetch"), (t, f, t, f));
+    assert_eq!(hints("write"), (f, t, f, f));
+    assert_eq!(hints("summarize"), (t, f, f, f));
+    assert_eq!(hints("summarize_and_save"), (f, t, f, f));
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "echo",
+            "fetch",
+            "search",
+            "summarize",
+            "summarize_and_save",
+            "write"
+        ]
+    );
+    let write = tools.iter().find(|t| t.name == "write").unwrap();
+    assert!(
+        write
+            .description
+            .as_deref()
+            .unwrap()
+            .contains("Idempotent only when overwrite=false")
+    );
+    let save = tools
+        .iter()
+        .find(|t| t.name == "summarize_and_save")
+        .unwrap();
+    assert!(
+        save.description
+            .as_deref()
+            .unwrap()
+            .contains("replaces an earlier summary")
+    );
+}

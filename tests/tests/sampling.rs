@@ -1,0 +1,101 @@
+//! `summarize` and `summarize_and_save` with a sampling client, without one, and refused.
+
+#![allow(deprecated)] // sampling is deprecated only for the stateless 2026-07-28 revision
+
+mod support;
+
+use serde_json::json;
+use support::{
+    RecordingClient, Sampling, assert_error, call, connect, connect_with, structured, text,
+};
+
+#[tokio::test]
+async fn summarize_asks_the_client_model_with_bounded_tokens() {
+    let handler = RecordingClient::new(Sampling::Reply("A short summary.".into()));
+    let client = connect_with(handler.clone(), &["--memory"]).await;
+    let result = structured(&call(&client, "summarize", json!({"id": "deploy-checklist"})).await);
+    assert_eq!(result["summary"], "A short summary.");
+    assert_eq!(result["source"], "sampling");
+    assert_eq!(result["id"], "deploy-checklist");
+    let requests = handler.sampling_requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    assert!(requests[0].max_tokens > 0 && requests[0].max_tokens <= 1000);
+    let asked = serde_json::to_string(&requests[0].messages).unwrap();
+    assert!(
+        asked.contains("verify the health check"),
+        "the body is sent: {asked}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn summarize_falls_back_to_extractive_without_sampling() {
+    let client = connect(&["--memory"], Sampling::Unsupported).await;
+    let result = structured(&call(&client, "summarize", json!({"id": "deploy-checklist"})).await);
+    assert_eq!(result["source"], "extractive");
+    assert_eq!(
+        result["summary"],
+        "Run tests, build the app, then verify the health check."
+    );
+    assert_error(
+        &call(&client, "summarize", json!({"id": "missing"})).await,
+        "No note found with ID: missing",
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_refused_sampling_request_fails_and_saves_nothing() {
+    let client = connect(&["--memory"], Sampling::Refuse).await;
+    let result = call(&client, "summarize", json!({"id": "todo"})).await;
+    assert_eq!(result.is_error, Some(true));
+    assert!(result.structured_content.is_none());
+    assert!(
+        text(&result).starts_with("summarize failed:"),
+        "{}",
+        text(&result)
+    );
+
+    let result = call(&client, "summarize_and_save", json!({"id": "todo"})).await;
+    assert!(text(&result).starts_with("summarize failed:"));
+    assert_error(
+        &call(&client, "fetch", json!({"id": "todo-summary"})).await,
+        "No note found with ID: todo-summary",
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn summarize_and_save_writes_and_replaces_the_summary_note() {
+    let client = connect(&["--memory"], Sampling::Reply("First.".into())).await;
+    let saved = call(
+        &client,
+        "summarize_and_save",
+        json!({"id": "deploy-checklist"}),
+    )
+    .await;
+    assert_eq!(text(&saved), "saved: deploy-checklist-summary");
+    assert_eq!(
+        structured(&saved),
+        json!({"id": "deploy-checklist-summary", "source": "sampling"})
+            .as_object()
+            .unwrap()
+            .clone()
+    );
+    let note = structured(&call(&client, "fetch", json!({"id": "deploy-checklist-summary"})).await);
+    assert_eq!(note["note"]["title"], "Summary of Deploy checklist");
+    assert_eq!(
+        note["note"]["tags"],
+        json!(["deploy", "release", "summary"])
+    );
+    assert_eq!(note["note"]["body"], "First.");
+    // A second run replaces the summary rather than failing on the existing note.
+    let again = call(
+        &client,
+        "summarize_and_save",
+        json!({"id": "deploy-checklist"}),
+    )
+    .await;
+    assert_eq!(text(&again), "saved: deploy-checklist-summary");
+    client.cancel().await.unwrap();
+}

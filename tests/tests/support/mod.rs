@@ -1,0 +1,187 @@
+//! Shared test support: the built `pkb-server` binary, and an rmcp client driving it over stdio.
+
+#![allow(dead_code, deprecated)] // each test file uses part of this; sampling is deprecated only for 2026-07-28
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientInfo, ContentBlock,
+    CreateMessageRequestParams, CreateMessageResult, ErrorData, Implementation,
+    ResourceUpdatedNotificationParam, SamplingCapability, SamplingMessage,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+
+/// The `pkb-server` binary of this workspace, built once per test process.
+pub fn server_binary() -> PathBuf {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = std::process::Command::new(cargo)
+                .args([
+                    "build",
+                    "--quiet",
+                    "-p",
+                    "pkb-server",
+                    "--bin",
+                    "pkb-server",
+                ])
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "building pkb-server failed");
+            let exe = std::env::current_exe().expect("test binary path");
+            // target/<profile>/deps/<test> -> target/<profile>/pkb-server
+            let binary = exe
+                .parent()
+                .and_then(|p| p.parent())
+                .expect("target dir")
+                .join("pkb-server");
+            assert!(binary.exists(), "{} missing", binary.display());
+            binary
+        })
+        .clone()
+}
+
+/// How the test client answers the server's sampling requests.
+#[derive(Clone, Debug)]
+pub enum Sampling {
+    /// Declares no sampling capability.
+    Unsupported,
+    /// Answers every request with this text.
+    Reply(String),
+    /// Answers every request with an error.
+    Refuse,
+}
+
+/// A client that records what the server sends it.
+#[derive(Clone)]
+pub struct RecordingClient {
+    pub sampling: Sampling,
+    pub updated: Arc<Mutex<Vec<String>>>,
+    pub list_changed: Arc<Mutex<usize>>,
+    pub sampling_requests: Arc<Mutex<Vec<CreateMessageRequestParams>>>,
+}
+
+impl RecordingClient {
+    pub fn new(sampling: Sampling) -> Self {
+        Self {
+            sampling,
+            updated: Arc::default(),
+            list_changed: Arc::default(),
+            sampling_requests: Arc::default(),
+        }
+    }
+}
+
+impl ClientHandler for RecordingClient {
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.sampling_requests.lock().unwrap().push(params);
+        match &self.sampling {
+            Sampling::Reply(text) => Ok(CreateMessageResult::new(
+                SamplingMessage::assistant_text(text.clone()),
+                "test-model".into(),
+            )),
+            Sampling::Refuse => Err(ErrorData::invalid_request("the user declined", None)),
+            Sampling::Unsupported => Err(ErrorData::invalid_request("no sampling", None)),
+        }
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.updated.lock().unwrap().push(params.uri);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        *self.list_changed.lock().unwrap() += 1;
+    }
+
+    fn get_info(&self) -> ClientInfo {
+        let mut capabilities = ClientCapabilities::default();
+        if !matches!(self.sampling, Sampling::Unsupported) {
+            capabilities.sampling = Some(SamplingCapability::default());
+        }
+        let mut info = Implementation::from_build_env();
+        info.name = "pkb-tests".into();
+        ClientInfo::new(capabilities, info)
+    }
+}
+
+/// A running server and the client connected to it.
+pub type Client = RunningService<RoleClient, RecordingClient>;
+
+/// Starts `pkb-server` with `args` (plus a fresh store unless the args name one) and connects.
+pub async fn connect(args: &[&str], sampling: Sampling) -> Client {
+    connect_with(RecordingClient::new(sampling), args).await
+}
+
+/// Starts `pkb-server` on an in-memory seeded store.
+pub async fn connect_memory() -> Client {
+    connect(&["--memory"], Sampling::Unsupported).await
+}
+
+pub async fn connect_with(handler: RecordingClient, args: &[&str]) -> Client {
+    let mut command = tokio::process::Command::new(server_binary());
+    command
+        .args(args)
+        .env_remove("PKB_DB")
+        .env("RUST_LOG", "warn");
+    let transport = TokioChildProcess::new(command).expect("spawn pkb-server");
+    handler.serve(transport).await.expect("initialize")
+}
+
+/// Calls a tool with JSON arguments.
+pub async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
+    let mut params = CallToolRequestParams::new(tool.to_string());
+    params.arguments = match arguments {
+        Value::Object(map) => Some(map),
+        Value::Null => None,
+        other => panic!("arguments must be an object, got {other}"),
+    };
+    client.call_tool(params).await.expect("tools/call answered")
+}
+
+/// The single text item of a result.
+pub fn text(result: &CallToolResult) -> String {
+    assert_eq!(result.content.len(), 1, "one content item: {result:?}");
+    match &result.content[0] {
+        ContentBlock::Text(text) => text.text.clone(),
+        other => panic!("not text: {other:?}"),
+    }
+}
+
+/// Asserts an `isError` result with exactly this text and no structured content.
+pub fn assert_error(result: &CallToolResult, expected: &str) {
+    assert_eq!(result.is_error, Some(true), "expected an error: {result:?}");
+    assert!(
+        result.structured_content.is_none(),
+        "errors carry no structuredContent"
+    );
+    assert_eq!(text(result), expected);
+}
+
+/// Asserts success and returns the structured content.
+pub fn structured(result: &CallToolResult) -> Map<String, Value> {
+    assert_ne!(result.is_error, Some(true), "unexpected error: {result:?}");
+    match result.structured_content.clone() {
+        Some(Value::Object(map)) => map,
+        other => panic!("no structured object: {other:?}"),
+    }
+}
+
+/// A fresh store file in a temporary folder that lives as long as the returned guard.
+pub fn temp_store() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("pkb.db").to_string_lossy().into_owned();
+    (dir, path)
+}

@@ -1,0 +1,17 @@
+use pkb_core::{ToolError, pkb_tool};
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Output {}
+
+/// Looks something up.
+#[pkb_tool]
+async fn lookup(
+    /// What to look for.
+    #[arg(min_len = 10, max_len = 5)]
+    query: String,
+) -> Result<Output, ToolError> {
+    let _ = query;
+    Ok(Output {})
+}
+
+fn main() {}

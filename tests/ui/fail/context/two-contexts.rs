@@ -1,0 +1,13 @@
+use pkb_core::{Context, ToolError, pkb_tool};
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Output {}
+
+/// Does nothing.
+#[pkb_tool]
+async fn noop(ctx: &Context, again: &Context) -> Result<Output, ToolError> {
+    let _ = (ctx, again);
+    Ok(Output {})
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use pkb_core::{ResourceError, pkb_resource};
+
+/// One note.
+#[pkb_resource(uri = "pkb://notes/{id")]
+async fn note(id: String) -> Result<String, ResourceError> {
+    Ok(id)
+}
+
+fn main() {}

@@ -1,0 +1,7 @@
+use pkb_core::pkb_tool;
+
+/// Does nothing.
+#[pkb_tool]
+async fn noop() {}
+
+fn main() {}

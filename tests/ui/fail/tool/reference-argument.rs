@@ -1,0 +1,16 @@
+use pkb_core::{ToolError, pkb_tool};
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Output {}
+
+/// Looks something up.
+#[pkb_tool]
+async fn lookup(
+    /// What to look for.
+    query: &str,
+) -> Result<Output, ToolError> {
+    let _ = query;
+    Ok(Output {})
+}
+
+fn main() {}
