@@ -42,7 +42,7 @@ async fn word_count_counts_and_validates() {
         .unwrap();
     assert_eq!(
         result.structured_content,
-        Some(json!({"id": "deploy-checklist", "words": 9, "characters": 55}))
+        Some(json!({"id": "deploy-checklist", "words": 10, "characters": 55}))
     );
     let invalid = registry
         .call_tool(ctx.clone(), "word_count", arguments(json!({"id": ""})))

@@ -310,3 +310,34 @@ fn describe_tool(def: &ToolDef) -> Tool {
     }
     tool
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Registry;
+
+    #[test]
+    fn the_registry_holds_the_contract_sorted_by_name() {
+        let registry = Registry::collect().unwrap();
+        let tools: Vec<&str> = registry.tools().map(|t| t.name.as_ref()).collect();
+        assert_eq!(
+            tools,
+            [
+                "echo",
+                "fetch",
+                "search",
+                "summarize",
+                "summarize_and_save",
+                "write"
+            ]
+        );
+        let templates: Vec<String> = registry
+            .resource_templates()
+            .map(|t| t.uri_template)
+            .collect();
+        assert_eq!(templates, ["pkb://notes/{id}"]);
+        let fixed: Vec<String> = registry.static_resources().map(|r| r.uri).collect();
+        assert_eq!(fixed, ["pkb://notes"]);
+        let prompts: Vec<String> = registry.prompts().map(|p| p.name).collect();
+        assert_eq!(prompts, ["quick_capture"]);
+    }
+}
