@@ -33,6 +33,32 @@ pub struct ArgRules {
     pub default: Option<DefaultValue>,
 }
 
+impl ArgRules {
+    /// The span of the first rule given, default included, for "no rules allowed here" errors.
+    pub fn first_span(&self) -> Option<Span> {
+        use syn::spanned::Spanned;
+        [
+            self.trim.as_ref().map(|r| r.span),
+            self.single_line.as_ref().map(|r| r.span),
+            self.min_len.as_ref().map(|r| r.span),
+            self.max_len.as_ref().map(|r| r.span),
+            self.min_items.as_ref().map(|r| r.span),
+            self.max_items.as_ref().map(|r| r.span),
+            self.item_min_len.as_ref().map(|r| r.span),
+            self.item_max_len.as_ref().map(|r| r.span),
+            self.min.as_ref().map(|r| r.span),
+            self.max.as_ref().map(|r| r.span),
+            self.default.as_ref().map(|d| match d {
+                DefaultValue::Implied(span) => *span,
+                DefaultValue::Given(expr) => expr.span(),
+            }),
+        ]
+        .into_iter()
+        .flatten()
+        .next()
+    }
+}
+
 const ARG_KEYS: &str = "`default`, `trim`, `single_line`, `min_len`, `max_len`, `min_items`, `max_items`, `item_min_len`, `item_max_len`, `min`, `max`";
 
 /// Parses every `#[arg(...)]` attribute in `attrs`, collecting errors.

@@ -188,19 +188,7 @@ fn context_kind(ty: &Type) -> ContextKind {
 }
 
 fn reject_rules_on_context(rules: &ArgRules, errors: &mut Vec<syn::Error>) {
-    let spans = [
-        rules.trim.as_ref().map(|r| r.span),
-        rules.single_line.as_ref().map(|r| r.span),
-        rules.min_len.as_ref().map(|r| r.span),
-        rules.max_len.as_ref().map(|r| r.span),
-        rules.min_items.as_ref().map(|r| r.span),
-        rules.max_items.as_ref().map(|r| r.span),
-        rules.item_min_len.as_ref().map(|r| r.span),
-        rules.item_max_len.as_ref().map(|r| r.span),
-        rules.min.as_ref().map(|r| r.span),
-        rules.max.as_ref().map(|r| r.span),
-    ];
-    if let Some(span) = spans.into_iter().flatten().next() {
+    if let Some(span) = rules.first_span() {
         errors.push(syn::Error::new(
             span,
             "`#[arg]` rules apply to client arguments, not to the context",

@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use syn::{Ident, LitStr, Path, ReturnType, Type};
 
 use crate::arg::DefaultValue;
-use crate::ast::{self, Argument, Handler, Param};
+use crate::ast::{self, Handler, Param};
 use crate::attr;
 use crate::uri_template;
 
@@ -48,7 +48,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     let specs = arg_specs(&handler);
     let checks = argument_checks(&handler, ArgumentUse::Tool, ret);
     let specialization = specialization(ArgumentUse::Tool);
-    let (bindings, call_args) = bind_arguments(&handler);
+    let (bindings, call_args) = bind_arguments(&handler, quote!(__pkb::tool_invalid));
     let fn_ident = &handler.item.sig.ident;
     let text = match &attr.text {
         Some(path) => quote_spanned! {path.span()=>
@@ -75,11 +75,6 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
                 arguments: ::core::option::Option<__pkb::JsonObject>,
             ) -> __pkb::BoxFuture<'static, __pkb::CallToolResult> {
                 ::std::boxed::Box::pin(async move {
-                    let __values = match __pkb::validate_args(__PKB_ARGS, arguments) {
-                        ::core::result::Result::Ok(values) => values,
-                        ::core::result::Result::Err(invalid) => return __pkb::tool_invalid(invalid),
-                    };
-                    let mut __values = __values.into_iter();
                     #bindings
                     let __result: #ret = #fn_ident(#call_args).await;
                     (&__PkbType::<#ret>::NEW).__pkb_reply(__result, #text)
@@ -146,7 +141,7 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
     }
     let variables = variables.unwrap_or_default();
     for argument in handler.arguments() {
-        if let Some(span) = first_rule_span(argument) {
+        if let Some(span) = argument.rules.first_span() {
             errors.push(syn::Error::new(
                 span,
                 "`#[arg]` rules apply to tool and prompt arguments; a template variable is always a non-empty string",
@@ -241,7 +236,7 @@ pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
     let specs = arg_specs(&handler);
     let checks = argument_checks(&handler, ArgumentUse::Prompt, ret);
     let specialization = specialization(ArgumentUse::Prompt);
-    let (bindings, call_args) = bind_arguments(&handler);
+    let (bindings, call_args) = bind_arguments(&handler, quote!(__pkb::prompt_invalid));
     let (completion_fns, completions) = completion_providers(&attr.complete);
     let fn_ident = &handler.item.sig.ident;
     let item = &handler.item;
@@ -260,11 +255,6 @@ pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
                 arguments: ::core::option::Option<__pkb::JsonObject>,
             ) -> __pkb::BoxFuture<'static, ::core::result::Result<::std::vec::Vec<__pkb::PromptMessage>, __pkb::PromptError>> {
                 ::std::boxed::Box::pin(async move {
-                    let __values = match __pkb::validate_args(__PKB_ARGS, arguments) {
-                        ::core::result::Result::Ok(values) => values,
-                        ::core::result::Result::Err(invalid) => return __pkb::prompt_invalid(invalid),
-                    };
-                    let mut __values = __values.into_iter();
                     #bindings
                     let __result: #ret = #fn_ident(#call_args).await;
                     (&__PkbType::<#ret>::NEW).__pkb_finish(__result)
@@ -433,29 +423,6 @@ fn check_completions(
             ));
         }
     }
-}
-
-fn first_rule_span(argument: &Argument) -> Option<Span> {
-    let rules = &argument.rules;
-    [
-        rules.trim.as_ref().map(|r| r.span),
-        rules.single_line.as_ref().map(|r| r.span),
-        rules.min_len.as_ref().map(|r| r.span),
-        rules.max_len.as_ref().map(|r| r.span),
-        rules.min_items.as_ref().map(|r| r.span),
-        rules.max_items.as_ref().map(|r| r.span),
-        rules.item_min_len.as_ref().map(|r| r.span),
-        rules.item_max_len.as_ref().map(|r| r.span),
-        rules.min.as_ref().map(|r| r.span),
-        rules.max.as_ref().map(|r| r.span),
-        rules.default.as_ref().map(|d| match d {
-            DefaultValue::Implied(span) => *span,
-            DefaultValue::Given(expr) => expr.span(),
-        }),
-    ]
-    .into_iter()
-    .flatten()
-    .next()
 }
 
 fn unraw(ident: &Ident) -> String {
@@ -806,9 +773,15 @@ fn specialization(usage: ArgumentUse) -> TokenStream {
     }
 }
 
-/// `let name: T = ...;` for each argument, and the call's argument list in declaration order.
-fn bind_arguments(handler: &Handler) -> (TokenStream, TokenStream) {
-    let mut bindings = TokenStream::new();
+/// Validation of the arguments, then `let name: T = ...;` for each, and the call's argument
+/// list in declaration order.
+fn bind_arguments(handler: &Handler, invalid: TokenStream) -> (TokenStream, TokenStream) {
+    let mut bindings = quote! {
+        let mut __values = match __pkb::validate_args(__PKB_ARGS, arguments) {
+            ::core::result::Result::Ok(values) => values.into_iter(),
+            ::core::result::Result::Err(invalid) => return #invalid(invalid),
+        };
+    };
     let mut call_args = Vec::new();
     let mut index = 0usize;
     for param in &handler.params {
