@@ -129,9 +129,7 @@ impl SqliteBackend {
 
         // The file is ours or blank: from here on writing is fine. Switching to WAL writes
         // the header, which is why it waits for the checks above.
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(|e| open_error(Box::new(e)))?;
+        let mode = enable_wal(&conn).map_err(|e| open_error(Box::new(e)))?;
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!(path = %path.display(), %mode, "WAL unavailable; readers will wait for writers");
         }
@@ -241,6 +239,29 @@ fn accept(path: &Path, state: Result<FileState, InspectError>) -> Result<FileSta
             path,
             source: Box::new(e),
         }),
+    }
+}
+
+/// Switches the file to WAL and returns the journal mode now in force.
+///
+/// Two processes switching a new file at once both hold a read lock and both need the
+/// exclusive one; SQLite then answers one of them "busy" at once, without waiting (waiting
+/// could deadlock). Retrying is safe: once the other process has switched, the pragma finds WAL
+/// already on and takes no lock at all.
+fn enable_wal(conn: &Connection) -> rusqlite::Result<String> {
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
     }
 }
 

@@ -1,0 +1,125 @@
+//! The binary's terminal subcommands and its lifecycle: `tools`, `call`, `--help`, SIGTERM.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+fn pkb(args: &[&str]) -> std::process::Output {
+    Command::new(support::server_binary())
+        .args(args)
+        .env_remove("PKB_DB")
+        .output()
+        .expect("run pkb-server")
+}
+
+#[test]
+fn tools_lists_every_tool_with_its_arguments() {
+    let output = pkb(&["tools"]);
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    for name in [
+        "echo",
+        "search",
+        "fetch",
+        "write",
+        "summarize",
+        "summarize_and_save",
+    ] {
+        assert!(text.lines().any(|l| l == name), "{name} in {text}");
+    }
+    assert!(text.contains("query (string, required)"), "{text}");
+}
+
+#[test]
+fn call_runs_a_tool_through_the_same_validation() {
+    let (_dir, path) = support::temp_store();
+    let ok = pkb(&[
+        "--db",
+        &path,
+        "call",
+        "write",
+        r#"{"title": "From the shell", "body": "hi"}"#,
+    ]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let saved: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(saved["id"], "from-the-shell");
+
+    let fetched = pkb(&[
+        "--db",
+        &path,
+        "call",
+        "fetch",
+        r#"{"id": "from-the-shell"}"#,
+    ]);
+    let note: serde_json::Value = serde_json::from_slice(&fetched.stdout).unwrap();
+    assert_eq!(note["note"]["body"], "hi");
+
+    let invalid = pkb(&["--db", &path, "call", "fetch", r#"{"id": ""}"#]);
+    assert!(!invalid.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&invalid.stderr).trim(),
+        "invalid arguments: id: must be at least 1 character"
+    );
+    let missing = pkb(&["--db", &path, "call", "fetch", r#"{"id": "nope"}"#]);
+    assert!(!missing.status.success());
+    let unknown = pkb(&["--db", &path, "call", "nope", "{}"]);
+    assert!(!unknown.status.success());
+}
+
+#[test]
+fn help_says_what_it_is_and_how_a_client_starts_it() {
+    let output = pkb(&["--help"]);
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.contains("Model Context Protocol")
+            && text.contains("--db")
+            && text.contains("--memory"),
+        "{text}"
+    );
+    let version = String::from_utf8(pkb(&["--version"]).stdout).unwrap();
+    assert!(version.contains(env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn a_garbage_store_file_is_refused_and_left_alone() {
+    let (_dir, path) = support::temp_store();
+    std::fs::write(&path, b"not a database, just text").unwrap();
+    let output = pkb(&["--db", &path, "call", "echo", r#"{"text": "x"}"#]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains(&path));
+    assert_eq!(std::fs::read(&path).unwrap(), b"not a database, just text");
+}
+
+#[test]
+fn sigterm_stops_the_server_cleanly() {
+    let mut child = Command::new(support::server_binary())
+        .arg("--memory")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#
+    )
+    .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("protocolVersion"));
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "clean exit on SIGTERM: {exit}");
+}
