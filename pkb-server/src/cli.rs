@@ -21,7 +21,8 @@ pub struct Cli {
     #[arg(long, env = "PKB_DB", value_name = "PATH", global = true)]
     pub db: Option<PathBuf>,
     /// Keep notes in memory only: nothing is written to disk, everything is gone at exit.
-    #[arg(long, conflicts_with = "db", global = true)]
+    /// Takes precedence over --db and PKB_DB.
+    #[arg(long, global = true)]
     pub memory: bool,
     /// Do not seed a new store with the three example notes.
     #[arg(long, global = true)]

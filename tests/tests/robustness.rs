@@ -1,0 +1,292 @@
+//! Load and faults over the real stdio path: a burst of pipelined calls, kill -9 in a stream
+//! of writes, several servers on one store, and error texts that never leak other notes.
+
+mod support;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// A server whose stdout is read on a thread, so writes and reads can overlap freely.
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<Value>,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(support::server_binary())
+            .args(args)
+            .env_remove("PKB_DB")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                let value: Value = serde_json::from_str(&line).expect("stdout carries JSON only");
+                if sender.send(value).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut server = Self {
+            child,
+            stdin,
+            lines,
+        };
+        server.send(&json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "load", "version": "0"}}}));
+        assert!(server.answer().get("result").is_some());
+        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        server
+    }
+
+    fn send(&mut self, message: &Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).unwrap();
+    }
+
+    /// The next answer (notifications skipped).
+    fn answer(&mut self) -> Value {
+        loop {
+            let value = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .expect("an answer within 30 s");
+            if value.get("id").is_some() {
+                return value;
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tool_call(id: u64, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+}
+
+#[test]
+fn five_hundred_calls_written_at_once_are_each_answered_once() {
+    let (_dir, path) = support::temp_store();
+    let mut server = Server::start(&["--db", &path]);
+    let mut expected = HashMap::new();
+    let mut burst = String::new();
+    for id in 0..500u64 {
+        let (message, kind) = match id % 3 {
+            0 => (tool_call(id, "fetch", json!({"id": "todo"})), "fetch"),
+            1 => (
+                tool_call(id, "search", json!({"query": "deploy"})),
+                "search",
+            ),
+            _ => (
+                tool_call(
+                    id,
+                    "write",
+                    json!({"title": format!("Burst {id}"), "body": "b"}),
+                ),
+                "write",
+            ),
+        };
+        burst.push_str(&message.to_string());
+        burst.push('\n');
+        expected.insert(id, kind);
+    }
+    server.stdin.write_all(burst.as_bytes()).unwrap();
+    server.stdin.flush().unwrap();
+    let mut seen = HashMap::new();
+    for _ in 0..500 {
+        let answer = server.answer();
+        let id = answer["id"].as_u64().expect("numeric id");
+        assert!(seen.insert(id, ()).is_none(), "id {id} answered twice");
+        let result = &answer["result"];
+        assert_ne!(result["isError"], true, "{answer}");
+        match expected[&id] {
+            "fetch" => assert_eq!(result["structuredContent"]["note"]["id"], "todo"),
+            "search" => assert_eq!(
+                result["structuredContent"]["results"][0]["id"],
+                "deploy-checklist"
+            ),
+            _ => assert_eq!(result["content"][0]["text"], format!("saved: burst-{id}")),
+        }
+    }
+    assert_eq!(seen.len(), 500);
+    drop(server);
+    let mut server = Server::start(&["--db", &path]);
+    for id in (2..500u64).step_by(3) {
+        server.send(&tool_call(
+            id,
+            "fetch",
+            json!({"id": format!("burst-{id}")}),
+        ));
+        let answer = server.answer();
+        assert_eq!(
+            answer["result"]["structuredContent"]["note"]["title"],
+            format!("Burst {id}")
+        );
+    }
+}
+
+#[test]
+fn kill_9_during_writes_loses_no_answered_write() {
+    let (_dir, path) = support::temp_store();
+    let mut server = Server::start(&["--db", &path]);
+    // Writes stream in; the kill lands while some are unanswered.
+    let mut burst = String::new();
+    for id in 0..400u64 {
+        burst.push_str(
+            &tool_call(
+                id,
+                "write",
+                json!({"title": format!("Crash {id}"), "body": format!("body {id}")}),
+            )
+            .to_string(),
+        );
+        burst.push('\n');
+    }
+    server.stdin.write_all(burst.as_bytes()).unwrap();
+    let mut answered = Vec::new();
+    while answered.len() < 60 {
+        let answer = server.answer();
+        assert_ne!(answer["result"]["isError"], true, "{answer}");
+        answered.push(answer["id"].as_u64().unwrap());
+    }
+    server.child.kill().unwrap(); // SIGKILL
+    server.child.wait().unwrap();
+    while let Ok(value) = server.lines.try_recv() {
+        if let Some(id) = value["id"].as_u64() {
+            answered.push(id);
+        }
+    }
+    let mut server = Server::start(&["--db", &path]);
+    for (n, id) in answered.iter().enumerate() {
+        server.send(&tool_call(
+            10_000 + n as u64,
+            "fetch",
+            json!({"id": format!("crash-{id}")}),
+        ));
+        let answer = server.answer();
+        assert_eq!(
+            answer["result"]["structuredContent"]["note"]["body"],
+            format!("body {id}"),
+            "{answer}"
+        );
+    }
+}
+
+#[test]
+fn four_servers_on_one_store_write_and_search_side_by_side() {
+    let (_dir, path) = support::temp_store();
+    // Create and seed the store before the race, as a first window would.
+    drop(Server::start(&["--db", &path]));
+    let handles: Vec<_> = (0..4u64)
+        .map(|process| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut server = Server::start(&["--db", &path]);
+                let mut burst = String::new();
+                for n in 0..50u64 {
+                    let id = process * 1000 + n;
+                    burst.push_str(
+                        &tool_call(
+                            id,
+                            "write",
+                            json!({"title": format!("P{process} note {n}"), "body": "shared"}),
+                        )
+                        .to_string(),
+                    );
+                    burst.push('\n');
+                    burst.push_str(
+                        &tool_call(id + 500, "search", json!({"query": "shared"})).to_string(),
+                    );
+                    burst.push('\n');
+                }
+                server.stdin.write_all(burst.as_bytes()).unwrap();
+                for _ in 0..100 {
+                    let answer = server.answer();
+                    assert_ne!(answer["result"]["isError"], true, "{answer}");
+                    assert!(answer.get("error").is_none(), "{answer}");
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().expect("a server process failed");
+    }
+    let mut server = Server::start(&["--db", &path]);
+    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "pkb://notes"}}));
+    let answer = server.answer();
+    let index: Value =
+        serde_json::from_str(answer["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        index["notes"].as_array().unwrap().len(),
+        3 + 4 * 50,
+        "every write of every process is there"
+    );
+}
+
+#[test]
+fn error_texts_never_mention_other_notes() {
+    let mut server = Server::start(&["--memory"]);
+    let secret_title = "Zebra secret plans";
+    let secret_body = "the quokka password";
+    server.send(&tool_call(
+        1,
+        "write",
+        json!({"title": secret_title, "body": secret_body, "tags": ["hidden"]}),
+    ));
+    server.answer();
+    let probes = [
+        tool_call(2, "fetch", json!({"id": "zebra"})),
+        tool_call(3, "fetch", json!({"id": "zebra-secret-plan"})),
+        tool_call(4, "summarize", json!({"id": "zebra-secret"})),
+        tool_call(5, "summarize_and_save", json!({"id": "zebra"})),
+        tool_call(
+            6,
+            "write",
+            json!({"title": "Zebra secret plans", "body": "x"}),
+        ),
+        tool_call(7, "write", json!({"title": "", "body": secret_body})),
+        tool_call(8, "search", json!({"query": ""})),
+        json!({"jsonrpc": "2.0", "id": 9, "method": "resources/read", "params": {"uri": "pkb://notes/zebra"}}),
+        json!({"jsonrpc": "2.0", "id": 10, "method": "prompts/get", "params": {"name": "zebra"}}),
+        tool_call(11, "zebra-secret-plans", json!({})),
+    ];
+    for probe in probes {
+        server.send(&probe);
+        let answer = server.answer().to_string();
+        // Only what the caller sent may come back; nothing of the stored note may.
+        let mut sent = probe.to_string();
+        if sent.contains("Zebra secret plans") {
+            // The ID derived from the caller's own title is the caller's, not a leak.
+            sent.push_str(" zebra-secret-plans");
+        }
+        for leak in [
+            "quokka",
+            "Zebra secret plans",
+            "hidden",
+            "zebra-secret-plans",
+        ] {
+            if !sent.contains(leak) {
+                assert!(!answer.contains(leak), "{leak} leaked in {answer}");
+            }
+        }
+    }
+}
