@@ -117,13 +117,21 @@ fn initialize_negotiates_up_to_2025_11_25() {
 
 #[test]
 fn the_stateless_revision_is_refused() {
+    // initialize asking for the stateless revision negotiates down to the newest stateful one.
     let mut server = RawServer::start("warn");
-    let answer = server.initialize("2026-07-28");
-    let message = answer.to_string();
-    // Either refused outright, or negotiated down to a revision with initialize.
-    assert!(
-        answer.get("error").is_some() || answer["result"]["protocolVersion"] == "2025-11-25",
-        "{message}"
+    assert_eq!(
+        server.initialize("2026-07-28")["result"]["protocolVersion"],
+        "2025-11-25"
+    );
+    // A request that declares the stateless revision in its _meta is refused with the
+    // supported revisions listed.
+    server.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}));
+    let answer = server.receive();
+    assert_eq!(answer["error"]["code"], -32022, "{answer}");
+    assert_eq!(
+        answer["error"]["data"]["supported"],
+        json!(["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
     );
 }
 
