@@ -1,0 +1,49 @@
+//! The example's own server, driven over stdio by rmcp's client like any MCP client would.
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use serde_json::json;
+
+/// Builds the example and returns its path (target/<profile>/examples/word_count).
+fn example_binary() -> std::path::PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "pkb-examples",
+            "--example",
+            "word_count",
+        ])
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building the example failed");
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe.parent().and_then(|p| p.parent()).expect("target dir");
+    profile_dir.join("examples").join("word_count")
+}
+
+#[tokio::test]
+async fn the_example_server_serves_word_count_over_stdio() {
+    let mut command = tokio::process::Command::new(example_binary());
+    command.arg("--memory");
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "word_count"));
+    let mut params = CallToolRequestParams::new("word_count");
+    params.arguments = json!({"id": "deploy-checklist"}).as_object().cloned();
+    let result = client.call_tool(params).await.unwrap();
+    assert_eq!(result.structured_content.unwrap()["words"], 10);
+    let mut params = CallToolRequestParams::new("word_count");
+    params.arguments = json!({"id": "", "x": 1}).as_object().cloned();
+    let invalid = client.call_tool(params).await.unwrap();
+    assert_eq!(invalid.is_error, Some(true));
+    let text = serde_json::to_value(&invalid.content).unwrap()[0]["text"].clone();
+    assert_eq!(
+        text,
+        "invalid arguments: id: must be at least 1 character; x: unknown field"
+    );
+    client.cancel().await.unwrap();
+}
