@@ -111,8 +111,9 @@ fn invalid_params(message: impl Into<Cow<'static, str>>) -> ErrorData {
     ErrorData::invalid_params(message, None)
 }
 
-/// Methods whose params failed to parse reach `on_custom_request`: they get -32602, not -32601.
-const KNOWN_METHODS: &[&str] = &[
+/// The MCP methods this server answers. A known method whose params fail to parse gets
+/// -32602 (invalid params), not -32601 (method not found).
+pub(crate) const KNOWN_METHODS: &[&str] = &[
     "initialize",
     "ping",
     "tools/list",

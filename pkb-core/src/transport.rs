@@ -147,17 +147,20 @@ where
                 }
             };
             let id = invalid_answer_id(&value);
+            let known_method = value
+                .get("method")
+                .and_then(Value::as_str)
+                .is_some_and(|m| crate::server::KNOWN_METHODS.contains(&m));
             match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {
                 Ok(message) => return Some(message),
                 Err(error) => {
                     if let Some(id) = id {
-                        answer_error(
-                            &self.writer,
-                            id,
-                            -32600,
-                            format!("invalid request: {error}"),
-                        )
-                        .await;
+                        let (code, message) = if known_method {
+                            (-32602, "invalid params")
+                        } else {
+                            (-32600, "invalid request")
+                        };
+                        answer_error(&self.writer, id, code, format!("{message}: {error}")).await;
                     } else {
                         tracing::debug!(%error, "ignored an invalid message without an id");
                     }

@@ -169,6 +169,13 @@ fn bad_lines_get_errors_and_the_server_keeps_serving() {
         "{answer}"
     );
 
+    server.send(json!({"jsonrpc": "2.0", "id": 51, "method": "tools/call", "params": [1, 2]}));
+    let answer = server.receive();
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (json!(51), json!(-32602)),
+        "{answer}"
+    );
     server.send(json!([1, 2, 3]));
     assert_eq!(server.receive()["error"]["code"], -32600);
     server.send(json!({"jsonrpc": "2.0", "id": 6}));
