@@ -100,21 +100,29 @@ fn two_processes_write_one_file_at_once() {
     let a = spawn_twin("a", &db, &go);
     let b = spawn_twin("b", &db, &go);
     std::fs::write(&go, b"").unwrap();
-    for (name, child) in [("a", a), ("b", b)] {
-        let out = child.wait_with_output().unwrap();
+    // Collect both before judging, so a failure shows what each process said.
+    let outputs: Vec<(&str, std::process::Output)> = [("a", a), ("b", b)]
+        .into_iter()
+        .map(|(name, child)| (name, child.wait_with_output().unwrap()))
+        .collect();
+    let report: String = outputs
+        .iter()
+        .map(|(name, out)| {
+            format!(
+                "--- twin {name} ({}):\n{}\n{}\n",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+        .collect();
+    for (name, out) in &outputs {
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success(),
-            "twin {name} failed:\n{stdout}\n{stderr}"
-        );
-        assert!(
-            !stderr.contains("locked") && !stdout.contains("locked"),
-            "twin {name} hit a lock: {stderr}"
-        );
+        assert!(out.status.success(), "twin {name} failed\n{report}");
+        assert!(!report.contains("locked"), "a twin hit a lock\n{report}");
         assert!(
             stdout.contains(&format!("twin {name} saw")),
-            "twin {name} did not finish: {stdout}"
+            "twin {name} did not finish\n{report}"
         );
     }
 

@@ -329,6 +329,9 @@ impl Store {
     /// Ranked by BM25 with the title weighted above the tags, and the tags above the body.
     /// Search syntax in `query` is plain text, so no query fails; a query with no words finds
     /// nothing. A note must carry every tag in `tags` (normalised like stored tags).
+    ///
+    /// To bound the cost of a word found in most notes, only the 1,000 most recently created
+    /// matches are ranked; a query matching fewer notes ranks them all.
     pub async fn search(
         &self,
         query: &str,
