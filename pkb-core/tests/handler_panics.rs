@@ -1,4 +1,5 @@
-//! A handler that panics gives an `isError` result; the registry keeps serving.
+//! A handler that panics gives an `isError` result; the server keeps serving. The tool below
+//! exists only in this test binary, so this is a test-only server.
 
 use pkb_core::store::Store;
 use pkb_core::{Context, Registry, ToolError, pkb_tool};
@@ -39,4 +40,39 @@ async fn a_panicking_tool_becomes_an_error_result() {
     // The next call is served normally.
     let fine = registry.call_tool(ctx, "explode", None).await.unwrap();
     assert_ne!(fine.is_error, Some(true));
+}
+
+#[tokio::test]
+async fn a_test_only_server_survives_a_panicking_tool() {
+    use std::sync::Arc;
+
+    use pkb_core::PkbServer;
+    use pkb_core::transport::LineTransport;
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+
+    let (client_side, server_side) = tokio::io::duplex(1 << 16);
+    let (server_read, server_write) = tokio::io::split(server_side);
+    let server = PkbServer::new(
+        Arc::new(Registry::collect().unwrap()),
+        Store::open_in_memory(true).unwrap(),
+    );
+    tokio::spawn(async move {
+        let running = server
+            .serve(LineTransport::new(server_read, server_write))
+            .await;
+        if let Ok(running) = running {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = ().serve(tokio::io::split(client_side)).await.unwrap();
+    let mut boom = CallToolRequestParams::new("explode");
+    boom.arguments = serde_json::json!({"really": true}).as_object().cloned();
+    let result = client.call_tool(boom).await.unwrap();
+    assert_eq!(result.is_error, Some(true));
+    let mut fetch = CallToolRequestParams::new("fetch");
+    fetch.arguments = serde_json::json!({"id": "todo"}).as_object().cloned();
+    let fetched = client.call_tool(fetch).await.unwrap();
+    assert_eq!(fetched.structured_content.unwrap()["note"]["id"], "todo");
+    client.cancel().await.unwrap();
 }

@@ -260,3 +260,30 @@ async fn unknown_tool_is_a_protocol_error() {
     assert_eq!(error.code.0, -32602);
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn right_to_left_marks_and_four_byte_characters_count_as_one_each() {
+    let client = connect_memory().await;
+    // U+200F (right-to-left mark) is a format character, not a control: titles may hold it.
+    let title = format!("\u{200F}{}", "𝄞".repeat(119));
+    let ok = call(&client, "write", json!({"title": title, "body": "b"})).await;
+    assert_eq!(structured(&ok)["created"], true);
+    let long = format!("\u{200F}{}", "𝄞".repeat(120));
+    assert_error(
+        &call(&client, "write", json!({"title": long, "body": "b"})).await,
+        "invalid arguments: title: must be at most 120 characters",
+    );
+    let nul = call(
+        &client,
+        "write",
+        json!({"title": "nul\u{0}here", "body": "b"}),
+    )
+    .await;
+    assert_error(
+        &nul,
+        "invalid arguments: title: must be one line without control characters",
+    );
+    let found = structured(&call(&client, "search", json!({"query": "nul"})).await);
+    assert_eq!(found["results"], json!([]), "nothing was written");
+    client.cancel().await.unwrap();
+}
