@@ -36,6 +36,7 @@ pub struct PkbServer {
     registry: Arc<Registry>,
     store: Store,
     session: Arc<Session>,
+    sampling_timeout: std::time::Duration,
 }
 
 impl PkbServer {
@@ -45,7 +46,14 @@ impl PkbServer {
             registry,
             store,
             session: Arc::default(),
+            sampling_timeout: crate::summary::SAMPLING_TIMEOUT,
         }
+    }
+
+    /// The same server with another limit on how long a sampling request may take.
+    pub fn with_sampling_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.sampling_timeout = timeout;
+        self
     }
 
     /// The registry it serves.
@@ -63,6 +71,7 @@ impl PkbServer {
             Some(request.peer.clone()),
             sampling,
         )
+        .with_sampling_timeout(self.sampling_timeout)
     }
 
     /// Note entries after `after`, `limit` at most, and whether more follow.

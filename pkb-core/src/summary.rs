@@ -14,7 +14,8 @@ use crate::note::Note;
 
 /// The most tokens a summary may ask the client's model for.
 pub const SAMPLING_MAX_TOKENS: u32 = 400;
-/// How long a summary waits for the client's model before giving up.
+/// How long a summary waits for the client's model before giving up, unless the server was
+/// started with another (`--sampling-timeout`).
 pub const SAMPLING_TIMEOUT: Duration = Duration::from_secs(60);
 /// The most characters of an extractive summary.
 pub const EXTRACTIVE_MAX_CHARS: usize = 400;
@@ -45,7 +46,7 @@ pub async fn summarize(ctx: &Context, note: &Note) -> Result<(String, SummarySou
     );
     params.system_prompt = Some("You write short, faithful summaries of personal notes.".into());
     let result = ctx
-        .sample(params, SAMPLING_TIMEOUT)
+        .sample(params, ctx.sampling_timeout())
         .await
         .map_err(|error| error.to_string())?;
     let text = result

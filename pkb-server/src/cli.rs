@@ -27,6 +27,9 @@ pub struct Cli {
     /// Do not seed a new store with the three example notes.
     #[arg(long, global = true)]
     pub no_seed: bool,
+    /// How many seconds `summarize` waits for the client's model before giving up.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600), global = true)]
+    pub sampling_timeout: u64,
     /// Log filter for stderr, such as `info` or `pkb_core=debug` [default: $RUST_LOG, else warn].
     #[arg(long, value_name = "FILTER", global = true)]
     pub log_level: Option<String>,

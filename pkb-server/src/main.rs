@@ -9,6 +9,7 @@ mod cli;
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Parser;
 use pkb_core::store::Store;
@@ -62,7 +63,7 @@ async fn run(cli: Cli) -> ExitCode {
             cli::call(&registry, Context::detached(store), &tool, &arguments).await
         }
         Some(Command::Tools) => unreachable!("handled above"),
-        None => serve(registry, store).await,
+        None => serve(registry, store, Duration::from_secs(cli.sampling_timeout)).await,
     }
 }
 
@@ -79,10 +80,11 @@ fn open_store(cli: &Cli) -> Result<Store, String> {
     Store::open(&path, seed).map_err(|e| e.to_string())
 }
 
-async fn serve(registry: Arc<Registry>, store: Store) -> ExitCode {
+async fn serve(registry: Arc<Registry>, store: Store, sampling_timeout: Duration) -> ExitCode {
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
     let transport = LineTransport::new(stdin, stdout);
-    let service = match PkbServer::new(registry, store).serve(transport).await {
+    let server = PkbServer::new(registry, store).with_sampling_timeout(sampling_timeout);
+    let service = match server.serve(transport).await {
         Ok(service) => service,
         Err(error) => return fail(&format!("the client did not initialize: {error}")),
     };

@@ -99,3 +99,19 @@ async fn summarize_and_save_writes_and_replaces_the_summary_note() {
     assert_eq!(text(&again), "saved: deploy-checklist-summary");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_silent_client_cannot_hang_summarize() {
+    let client = connect(&["--memory", "--sampling-timeout", "1"], Sampling::Silent).await;
+    let result = call(&client, "summarize_and_save", json!({"id": "todo"})).await;
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(
+        text(&result),
+        "summarize failed: the client did not answer within 1s"
+    );
+    assert_error(
+        &call(&client, "fetch", json!({"id": "todo-summary"})).await,
+        "No note found with ID: todo-summary",
+    );
+    client.cancel().await.unwrap();
+}

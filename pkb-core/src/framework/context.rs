@@ -25,6 +25,7 @@ pub struct Context {
     session: Arc<Session>,
     peer: Option<Peer<RoleServer>>,
     sampling: bool,
+    sampling_timeout: Duration,
 }
 
 /// Per-connection state shared by every request of one client: its resource subscriptions and
@@ -109,13 +110,25 @@ impl Context {
             session,
             peer,
             sampling,
+            sampling_timeout: crate::summary::SAMPLING_TIMEOUT,
         }
+    }
+
+    /// The same context with another limit on how long sampling may take.
+    pub fn with_sampling_timeout(mut self, timeout: Duration) -> Self {
+        self.sampling_timeout = timeout;
+        self
     }
 
     /// A context with no client attached, as for the `call` command line: sampling is
     /// unavailable and notifications go nowhere.
     pub fn detached(store: Store) -> Self {
         Self::new(store, Arc::default(), None, false)
+    }
+
+    /// How long a sampling request may take before it is given up.
+    pub fn sampling_timeout(&self) -> Duration {
+        self.sampling_timeout
     }
 
     /// The note store.

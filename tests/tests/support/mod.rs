@@ -55,6 +55,8 @@ pub enum Sampling {
     Reply(String),
     /// Answers every request with an error.
     Refuse,
+    /// Never answers.
+    Silent,
 }
 
 /// A client that records what the server sends it.
@@ -90,6 +92,7 @@ impl ClientHandler for RecordingClient {
                 "test-model".into(),
             )),
             Sampling::Refuse => Err(ErrorData::invalid_request("the user declined", None)),
+            Sampling::Silent => std::future::pending().await,
             Sampling::Unsupported => Err(ErrorData::invalid_request("no sampling", None)),
         }
     }
