@@ -1,10 +1,10 @@
 //! Test notes from a fixed seed, the query mix, and a small inverted index.
 //!
-//! The generator is the one of `pkb-core/benches/store.rs` (SplitMix64, a 5,000-word
-//! vocabulary drawn with a Zipf distribution, ~100-word bodies, 3 to 6 word titles, 0 to 3 tags
-//! from 200), copied rather than shared because a bench target cannot be depended on. Two
-//! changes: each title starts with `#<n> `, so that the id the `write` tool derives from it is
-//! unique (`#42 Brai stoun` -> `42-brai-stoun`), and tags are normalised as the store would.
+//! The generator (SplitMix64, a 5,000-word vocabulary drawn with a Zipf distribution, ~100-word
+//! bodies, 3 to 6 word titles, 0 to 3 tags from 200) serves both benchmarks, `pkb-bench` and
+//! `pkb-store-bench`. Each title starts with `#<n> `, so that the id the `write` tool derives
+//! from it is unique (`#42 Brai stoun` -> `42-brai-stoun`), and tags are normalised as the
+//! store would.
 //!
 //! The index answers "which notes match every word of this query, each as a prefix" with the
 //! store's rules (case and diacritics folded, a word is a run of letters and digits). The
@@ -209,6 +209,11 @@ impl Corpus {
             out.push(("two words", format!("{a} {b}")));
         }
         out
+    }
+
+    /// Tag number `i` of the tag set.
+    pub fn tag(&self, i: usize) -> &str {
+        &self.tags[i % self.tags.len()]
     }
 
     /// Some frequent words, for warming up.

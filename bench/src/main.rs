@@ -12,12 +12,12 @@
 //! share one pinned CPU unless `--no-pin` is given.
 
 mod client;
-mod corpus;
 mod floor;
 mod measure;
 mod phases;
 mod report;
 
+use pkb_bench::corpus;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;

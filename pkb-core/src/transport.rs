@@ -27,6 +27,10 @@ pub struct LineTransport<R, W> {
     reader: BufReader<R>,
     writer: Arc<Mutex<W>>,
     line: Vec<u8>,
+    /// The line being read is longer than the limit: its bytes are being skipped.
+    overflow: bool,
+    /// `line` holds a line already handed out; clear it before reading the next.
+    delivered: bool,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -40,30 +44,38 @@ where
             reader: BufReader::with_capacity(64 * 1024, reader),
             writer: Arc::new(Mutex::new(writer)),
             line: Vec::with_capacity(4096),
+            overflow: false,
+            delivered: false,
         }
     }
 
     /// Reads one line into `self.line`, keeping at most `MAX_MESSAGE_BYTES`. Returns `None`
     /// at end of input, `Some(false)` for a line that was too long (its rest is discarded).
     async fn read_line(&mut self) -> std::io::Result<Option<bool>> {
-        self.line.clear();
-        let mut overflow = false;
+        // rmcp polls `receive` inside a `select!` and may drop it at any await: all progress
+        // lives in `self`, so a dropped read resumes where it stopped instead of losing the
+        // start of a line.
+        if self.delivered {
+            self.line.clear();
+            self.overflow = false;
+            self.delivered = false;
+        }
         loop {
             let buffer = self.reader.fill_buf().await?;
             if buffer.is_empty() {
-                return Ok(if self.line.is_empty() && !overflow {
-                    None
-                } else {
-                    Some(!overflow)
-                });
+                if self.line.is_empty() && !self.overflow {
+                    return Ok(None);
+                }
+                self.delivered = true;
+                return Ok(Some(!self.overflow));
             }
             let (chunk, found) = match buffer.iter().position(|&b| b == b'\n') {
                 Some(end) => (&buffer[..end], Some(end + 1)),
                 None => (buffer, None),
             };
-            if !overflow {
+            if !self.overflow {
                 if self.line.len() + chunk.len() > MAX_MESSAGE_BYTES {
-                    overflow = true;
+                    self.overflow = true;
                     self.line.clear();
                 } else {
                     self.line.extend_from_slice(chunk);
@@ -72,22 +84,28 @@ where
             let consumed = found.unwrap_or(buffer.len());
             self.reader.consume(consumed);
             if found.is_some() {
-                return Ok(Some(!overflow));
+                self.delivered = true;
+                return Ok(Some(!self.overflow));
             }
         }
     }
 }
 
-async fn answer_error<W: AsyncWrite + Unpin>(
-    writer: &Mutex<W>,
+/// Answers a line that never became a message. The write runs as its own task, so the
+/// answer is not lost if rmcp drops the `receive` future that found the bad line.
+fn answer_error<W: AsyncWrite + Unpin + Send + 'static>(
+    writer: &Arc<Mutex<W>>,
     id: Value,
     code: i64,
     message: String,
 ) {
     let line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
-    if let Err(error) = write_line(writer, &line).await {
-        tracing::warn!(%error, "could not write an error answer");
-    }
+    let writer = writer.clone();
+    tokio::spawn(async move {
+        if let Err(error) = write_line(&writer, &line).await {
+            tracing::warn!(%error, "could not write an error answer");
+        }
+    });
 }
 
 async fn write_line<W: AsyncWrite + Unpin, T: serde::Serialize>(
@@ -132,8 +150,7 @@ where
                     Value::Null,
                     -32700,
                     format!("parse error: message longer than {MAX_MESSAGE_BYTES} bytes"),
-                )
-                .await;
+                );
                 continue;
             }
             let line = trim_ascii(&self.line);
@@ -148,8 +165,7 @@ where
                         Value::Null,
                         -32700,
                         format!("parse error: {error}"),
-                    )
-                    .await;
+                    );
                     continue;
                 }
             };
@@ -171,7 +187,7 @@ where
                         } else {
                             (-32600, "invalid request")
                         };
-                        answer_error(&self.writer, id, code, format!("{message}: {error}")).await;
+                        answer_error(&self.writer, id, code, format!("{message}: {error}"));
                     } else {
                         tracing::debug!(%error, "ignored an invalid message without an id");
                     }

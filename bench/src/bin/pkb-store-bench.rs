@@ -1,121 +1,18 @@
 //! Store benchmark: insert rate, search and get latency, file size, at several store sizes.
 //!
-//! `cargo bench -p pkb-core --bench store -- --sizes 10000,100000`
+//! `cargo run --release -p pkb-bench --bin pkb-store-bench -- --sizes 10000,100000`
 //!
 //! A plain program (no harness) that prints one table. Everything goes through the public async
 //! [`Store`] API on a multi-threaded tokio runtime, so latencies include the hop to the blocking
-//! pool. Notes are generated from a fixed seed: ~100-word bodies over a 5,000-word vocabulary
-//! drawn with a Zipf distribution (s = 1), 3 to 6 word titles, 0 to 3 tags from 200.
+//! pool. Notes come from `pkb_bench::corpus`, the generator the stdio benchmark uses too.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use pkb_bench::corpus::{Corpus, Rng, SEED};
 use pkb_core::store::{NoteDraft, PutMode, Store};
 
-const VOCABULARY: usize = 5_000;
-const TAGS: usize = 200;
 const BATCH: usize = 1_000;
-const SEED: u64 = 0x5eed_0f9b_2026;
-
-/// SplitMix64: small, fast, and good enough for test data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-struct Corpus {
-    words: Vec<String>,
-    /// Cumulative Zipf weights over `words`, for sampling by rank.
-    cumulative: Vec<f64>,
-    tags: Vec<String>,
-}
-
-impl Corpus {
-    fn new(rng: &mut Rng) -> Self {
-        const ONSETS: &[&str] = &[
-            "b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "br",
-            "st", "tr", "pl", "gr", "sh", "ch", "th",
-        ];
-        const VOWELS: &[&str] = &["a", "e", "i", "o", "u", "ai", "ea", "ou", "é", "ö"];
-        const CODAS: &[&str] = &["", "n", "r", "s", "t", "l", "m", "nd", "st", "ck"];
-        let mut words = Vec::with_capacity(VOCABULARY);
-        let mut seen = std::collections::HashSet::new();
-        while words.len() < VOCABULARY {
-            // Frequent words are short, as in natural language.
-            let syllables = 1 + words.len() * 3 / VOCABULARY + rng.below(2);
-            let mut w = String::new();
-            for _ in 0..syllables {
-                w.push_str(ONSETS[rng.below(ONSETS.len())]);
-                w.push_str(VOWELS[rng.below(VOWELS.len())]);
-                w.push_str(CODAS[rng.below(CODAS.len())]);
-            }
-            if seen.insert(w.clone()) {
-                words.push(w);
-            }
-        }
-        let mut total = 0.0;
-        let cumulative = (1..=VOCABULARY)
-            .map(|rank| {
-                total += 1.0 / rank as f64;
-                total
-            })
-            .collect();
-        let tags = (0..TAGS).map(|i| format!("{}-{i}", words[i * 7])).collect();
-        Corpus {
-            words,
-            cumulative,
-            tags,
-        }
-    }
-
-    fn word(&self, rng: &mut Rng) -> &str {
-        let total = self.cumulative[VOCABULARY - 1];
-        let x = rng.unit() * total;
-        let rank = self.cumulative.partition_point(|&c| c < x);
-        &self.words[rank.min(VOCABULARY - 1)]
-    }
-
-    fn note(&self, rng: &mut Rng, i: usize) -> NoteDraft {
-        let title_words = 3 + rng.below(4);
-        let mut title: Vec<&str> = (0..title_words).map(|_| self.word(rng)).collect();
-        let mut first = title[0].to_owned();
-        if let Some(c) = first.get(..1) {
-            first = c.to_uppercase() + &first[1..];
-        }
-        title[0] = &first;
-        let title = title.join(" ");
-        let tags = (0..rng.below(4))
-            .map(|_| self.tags[rng.below(TAGS)].clone())
-            .collect();
-        let body_words = 80 + rng.below(41);
-        let mut body = String::with_capacity(body_words * 8);
-        for w in 0..body_words {
-            body.push_str(self.word(rng));
-            body.push_str(if w % 12 == 11 { ". " } else { " " });
-        }
-        NoteDraft {
-            id: format!("note-{i:06}"),
-            title,
-            tags,
-            body: body.trim_end().to_owned(),
-        }
-    }
-}
 
 struct Stats {
     p50: Duration,
@@ -149,35 +46,6 @@ fn file_size(path: &Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0) + side("-wal")
 }
 
-/// The query mix: (class, query).
-fn queries(corpus: &Corpus, rng: &mut Rng) -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
-    for i in 0..100 {
-        // The 20 most frequent words each appear in most notes: the worst case for ranking.
-        out.push(("common word", corpus.words[i % 20].clone()));
-    }
-    for _ in 0..100 {
-        out.push(("mid word", corpus.words[100 + rng.below(900)].clone()));
-    }
-    for _ in 0..100 {
-        out.push((
-            "rare word",
-            corpus.words[1000 + rng.below(VOCABULARY - 1000)].clone(),
-        ));
-    }
-    for _ in 0..100 {
-        let w = &corpus.words[rng.below(VOCABULARY)];
-        let len = w.char_indices().nth(3).map_or(w.len(), |(i, _)| i);
-        out.push(("prefix (3 chars)", w[..len].to_owned()));
-    }
-    for _ in 0..100 {
-        let a = corpus.words[rng.below(50)].clone();
-        let b = corpus.words[50 + rng.below(VOCABULARY - 50)].clone();
-        out.push(("two words", format!("{a} {b}")));
-    }
-    out
-}
-
 struct Row {
     label: String,
     value: String,
@@ -209,12 +77,14 @@ async fn run_size(n: usize, keep: Option<&Path>, rows: &mut Vec<Row>) {
     };
 
     // Bulk load in batches: one transaction and one fsync per batch.
+    let mut ids = Vec::with_capacity(n);
     let mut generated = 0;
     let mut load_time = Duration::ZERO;
     while generated < n {
         let batch: Vec<NoteDraft> = (generated..(generated + BATCH).min(n))
-            .map(|i| corpus.note(&mut rng, i))
+            .map(|i| corpus.note(&mut rng, i).draft())
             .collect();
+        ids.extend(batch.iter().map(|d| d.id.clone()));
         generated += batch.len();
         let t = Instant::now();
         store
@@ -231,7 +101,7 @@ async fn run_size(n: usize, keep: Option<&Path>, rows: &mut Vec<Row>) {
     // Single puts: what one write tool call costs, fsync included.
     let mut samples = Vec::new();
     for i in 0..200 {
-        let draft = corpus.note(&mut rng, n + i);
+        let draft = corpus.note(&mut rng, n + i).draft();
         let t = Instant::now();
         store.put(draft, PutMode::CreateOnly).await.expect("put");
         samples.push(t.elapsed());
@@ -243,13 +113,13 @@ async fn run_size(n: usize, keep: Option<&Path>, rows: &mut Vec<Row>) {
     );
 
     // Warm the page cache and the readers' statement caches once, as a running server would be.
-    for w in corpus.words.iter().take(50) {
+    for w in corpus.frequent_words(50) {
         store.search(w, &[], 10).await.expect("search");
     }
 
     let mut by_class: Vec<(&str, Vec<Duration>, usize)> = Vec::new();
     let mut all = Vec::new();
-    for (class, q) in queries(&corpus, &mut rng) {
+    for (class, q) in corpus.queries(&mut rng) {
         let t = Instant::now();
         let hits = store.search(&q, &[], 10).await.expect("search");
         let d = t.elapsed();
@@ -282,12 +152,12 @@ async fn run_size(n: usize, keep: Option<&Path>, rows: &mut Vec<Row>) {
         );
     }
 
-    let tagged: Vec<String> = vec![corpus.tags[3].clone()];
+    let tagged: Vec<String> = vec![corpus.tag(3).to_owned()];
     let mut samples = Vec::new();
     for i in 0..100 {
         let t = Instant::now();
         store
-            .search(&corpus.words[i % 20], &tagged, 10)
+            .search(&corpus.frequent_words(20)[i % 20], &tagged, 10)
             .await
             .expect("search");
         samples.push(t.elapsed());
@@ -300,9 +170,9 @@ async fn run_size(n: usize, keep: Option<&Path>, rows: &mut Vec<Row>) {
 
     let mut samples = Vec::new();
     for _ in 0..2_000 {
-        let id = format!("note-{:06}", rng.below(n));
+        let id = &ids[rng.below(n)];
         let t = Instant::now();
-        let note = store.get(&id).await.expect("get");
+        let note = store.get(id).await.expect("get");
         samples.push(t.elapsed());
         assert!(note.is_some());
     }
@@ -316,7 +186,7 @@ async fn run_size(n: usize, keep: Option<&Path>, rows: &mut Vec<Row>) {
     for i in 0..500 {
         let t = Instant::now();
         store
-            .ids_with_prefix(&format!("note-{:03}", i % 1000), 100)
+            .ids_with_prefix(&format!("{}", i % 1000), 100)
             .await
             .expect("prefix");
         samples.push(t.elapsed());
