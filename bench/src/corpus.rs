@@ -67,26 +67,7 @@ impl Note {
 }
 
 /// The contract's three seed notes (a new store holds them): id, title, tags, body.
-pub const SEEDS: &[(&str, &str, &[&str], &str)] = &[
-    (
-        "deploy-checklist",
-        "Deploy checklist",
-        &["deploy", "release"],
-        "Run tests, build the app, then verify the health check.",
-    ),
-    (
-        "todo",
-        "Todo",
-        &["todo"],
-        "Things to do, one per line. Delete a line when it is done.",
-    ),
-    (
-        "meeting-notes",
-        "Meeting notes",
-        &["meetings"],
-        "Date, attendees, decisions and follow-ups.",
-    ),
-];
+pub use pkb_core::store::SEED_NOTES as SEEDS;
 
 /// The seed notes.
 pub fn seed_notes() -> Vec<Note> {

@@ -9,6 +9,9 @@ mod query;
 mod schema;
 mod sqlite;
 
+/// The contract's seed notes (id, title, tags, body), written into every new store.
+pub use schema::SEED as SEED_NOTES;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

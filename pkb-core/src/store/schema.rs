@@ -51,7 +51,7 @@ CREATE VIRTUAL TABLE notes_fts USING fts5 (
 const REQUIRED_TABLES: &[&str] = &["note_tags", "notes", "notes_fts"];
 
 /// The contract's seed notes: id, title, tags, body.
-pub(super) const SEED: &[(&str, &str, &[&str], &str)] = &[
+pub const SEED: &[(&str, &str, &[&str], &str)] = &[
     (
         "deploy-checklist",
         "Deploy checklist",
