@@ -155,6 +155,7 @@ fn many_tasks_share_one_store() {
     let options = StoreOptions {
         seed: false,
         max_readers: 2,
+        ..StoreOptions::default()
     };
     let store = Store::open_with_options(&dir.path().join("pkb.db"), &options).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()

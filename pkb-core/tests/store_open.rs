@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use pkb_core::store::{NoteDraft, PutMode, Store, StoreError};
+use pkb_core::store::{DamageCheck, NoteDraft, PutMode, Store, StoreError, StoreOptions};
 use sha2::{Digest, Sha256};
 
 fn sha256(path: &Path) -> String {
@@ -61,12 +61,22 @@ fn pkb_file(dir: &Path, n: usize) -> PathBuf {
     path
 }
 
+/// Opens `path` with every page checked before `open` returns, so that damage anywhere is
+/// refused there.
+fn open_checked(path: &Path) -> Result<Store, StoreError> {
+    let options = StoreOptions {
+        damage_check: DamageCheck::BeforeOpen,
+        ..StoreOptions::default()
+    };
+    Store::open_with_options(path, &options)
+}
+
 /// Opens `path`, expecting a refusal whose message names the file, and checks that the
 /// directory's files are byte-for-byte as before.
 fn refused(path: &Path, allow_side_files: bool) -> StoreError {
     let dir = path.parent().expect("parent");
     let before = snapshot(dir);
-    let err = Store::open(path, true).expect_err("the file must be refused");
+    let err = open_checked(path).expect_err("the file must be refused");
     let message = err.to_string();
     eprintln!("refused: {message}");
     assert!(
@@ -137,6 +147,24 @@ fn refuses_a_truncated_store() {
 }
 
 #[test]
+fn a_store_cut_short_is_refused_by_the_quick_checks_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 300);
+    let len = fs::metadata(&path).unwrap().len();
+    for cut in [len / 2, len - 2 * 4096, len - 1000] {
+        let copy = dir.path().join(format!("cut-{cut}.db"));
+        fs::copy(&path, &copy).unwrap();
+        let file = fs::OpenOptions::new().write(true).open(&copy).unwrap();
+        file.set_len(cut).unwrap();
+        drop(file);
+        let before = sha256(&copy);
+        let err = Store::open(&copy, true).expect_err("a store cut short is refused at open");
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+        assert_eq!(sha256(&copy), before, "file bytes unchanged");
+    }
+}
+
+#[test]
 fn refuses_a_store_cut_mid_page() {
     let dir = tempfile::tempdir().unwrap();
     let path = pkb_file(dir.path(), 300);
@@ -164,16 +192,93 @@ fn refuses_a_store_missing_its_last_pages() {
 fn refuses_a_store_with_a_damaged_page() {
     let dir = tempfile::tempdir().unwrap();
     let path = pkb_file(dir.path(), 300);
-    let mut bytes = fs::read(&path).unwrap();
-    // Overwrite a page in the middle, away from the header, with a repeating pattern.
+    damage_a_middle_page(&path);
+    let err = refused(&path, true);
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+}
+
+/// Overwrites a page in the middle, away from the header, with a repeating pattern.
+fn damage_a_middle_page(path: &Path) {
+    let mut bytes = fs::read(path).unwrap();
     let page = 4096;
     let start = (bytes.len() / page / 2) * page;
     for (i, b) in bytes[start..start + page].iter_mut().enumerate() {
         *b = (i % 251) as u8;
     }
-    fs::write(&path, &bytes).unwrap();
-    let err = refused(&path, true);
-    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+    fs::write(path, &bytes).unwrap();
+}
+
+#[test]
+fn a_damaged_page_found_in_the_background_refuses_later_calls_and_leaves_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 300);
+    damage_a_middle_page(&path);
+    let before = sha256(&path);
+
+    // The cheap checks at open pass; the damage is deep inside.
+    let store = Store::open(&path, true).expect("opens before the page check ends");
+    block_on(async {
+        // A write racing the check lands in the WAL only, or is refused.
+        let _ = store
+            .put(
+                draft("racing", "written while the check runs"),
+                PutMode::CreateOnly,
+            )
+            .await;
+        let found = store
+            .damage_checked()
+            .await
+            .expect_err("the check finds the damage");
+        assert!(matches!(found, StoreError::Corrupt { .. }), "{found:?}");
+        let err = store
+            .count()
+            .await
+            .expect_err("reads are refused once damage is known");
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+        assert!(
+            err.to_string().contains(&path.display().to_string()),
+            "{err}"
+        );
+        let refused = store
+            .put(draft("after", "refused"), PutMode::CreateOnly)
+            .await
+            .expect_err("writes are refused once damage is known");
+        assert!(matches!(refused, StoreError::Corrupt { .. }), "{refused:?}");
+    });
+    drop(store);
+    assert_eq!(
+        sha256(&path),
+        before,
+        "the damaged file was never written to"
+    );
+}
+
+#[test]
+fn a_sound_store_checked_in_the_background_folds_its_wal_on_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 300);
+    let store = Store::open(&path, true).unwrap();
+    block_on(async {
+        store.damage_checked().await.unwrap();
+        // Once the check has passed, writes are checkpointed as usual.
+        for i in 0..50 {
+            store
+                .put(
+                    draft(&format!("late-{i}"), "after open"),
+                    PutMode::CreateOnly,
+                )
+                .await
+                .unwrap();
+        }
+        store.verify().await.unwrap();
+    });
+    drop(store);
+    assert!(
+        !dir.path().join("pkb.db-wal").exists(),
+        "closing folds the WAL into the file once the check has passed"
+    );
+    let store = open_checked(&path).unwrap();
+    assert_eq!(block_on(store.count()).unwrap(), 3 + 300 + 50);
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use pkb_bench::corpus::{Corpus, Rng, SEED};
-use pkb_core::store::{NoteDraft, PutMode, Store};
+use pkb_core::store::{DamageCheck, NoteDraft, PutMode, Store, StoreOptions};
 
 const BATCH: usize = 1_000;
 
@@ -208,7 +208,27 @@ async fn run_size(n: usize, keep: Option<&Path>, rows: &mut Vec<Row>) {
     );
     let t = Instant::now();
     let store = Store::open(&path, false).expect("reopen");
-    row("open existing file (checks included)", fmt(t.elapsed()));
+    row(
+        "open existing file (page check in background)",
+        fmt(t.elapsed()),
+    );
+    store.damage_checked().await.expect("sound store");
+    row(
+        "  ... until the background page check ends",
+        fmt(t.elapsed()),
+    );
+    drop(store);
+    let t = Instant::now();
+    let options = StoreOptions {
+        seed: false,
+        damage_check: DamageCheck::BeforeOpen,
+        ..StoreOptions::default()
+    };
+    let store = Store::open_with_options(&path, &options).expect("reopen");
+    row(
+        "open existing file, every page checked first",
+        fmt(t.elapsed()),
+    );
     drop(store);
 }
 

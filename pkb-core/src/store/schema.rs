@@ -113,7 +113,8 @@ impl From<rusqlite::Error> for InspectError {
 pub(super) enum Depth {
     /// Ids, version and tables only: for the second look, under the write lock.
     Quick,
-    /// Also the file's size (`file_len` bytes on disk) and every page of every table.
+    /// Also the file's size (`file_len` bytes on disk). Damage inside the file is left to
+    /// [`super::page_check`], which reads every page.
     Full {
         /// Length of the main database file.
         file_len: u64,
@@ -168,37 +169,8 @@ pub(super) fn inspect(conn: &Connection, depth: Depth) -> Result<FileState, Insp
                 "its size, {file_len} bytes, is not a whole number of {page_size}-byte pages: it was cut short"
             )));
         }
-        let problems = check_btrees(conn)?;
-        if !problems.is_empty() {
-            return Ok(FileState::Damaged(problems.join("; ").replace('\n', " ")));
-        }
     }
     Ok(FileState::Pkb(version))
-}
-
-/// `PRAGMA quick_check` of every ordinary table and its indexes: reads every page of them, so it
-/// catches truncation and torn or overwritten pages.
-///
-/// One table at a time, because a whole-database quick_check also runs FTS5's own consistency
-/// check, which re-reads the index against every note: seven times slower (1.3 s against 0.18 s
-/// at 100,000 notes), too slow for every start. [`super::NoteBackend::verify`] runs it.
-fn check_btrees(conn: &Connection) -> rusqlite::Result<Vec<String>> {
-    let mut tables = conn.prepare(
-        "SELECT name FROM sqlite_schema WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name",
-    )?;
-    let names = tables
-        .query_map([], |r| r.get::<_, String>(0))?
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut problems = Vec::new();
-    for name in names {
-        let sql = format!("PRAGMA quick_check('{}')", name.replace('\'', "''"));
-        let mut check = conn.prepare(&sql)?;
-        let found = check
-            .query_map([], |r| r.get::<_, String>(0))?
-            .collect::<Result<Vec<_>, _>>()?;
-        problems.extend(found.into_iter().filter(|p| p != "ok"));
-    }
-    Ok(problems)
 }
 
 fn describe_foreign(app_id: i32, tables: &[String]) -> String {

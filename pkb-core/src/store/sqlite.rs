@@ -5,6 +5,7 @@
 //! in-memory store has a single connection for everything.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -14,10 +15,11 @@ use rusqlite::{
     Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior, params,
 };
 
+use super::page_check::{self, PageCheck, Verdict};
 use super::schema::{self, Depth, FileState, InspectError, SCHEMA_VERSION};
 use super::{
-    NoteBackend, NoteDraft, NoteSummary, PutMode, PutOutcome, SearchHit, StoreError, StoreOptions,
-    query,
+    DamageCheck, NoteBackend, NoteDraft, NoteSummary, PutMode, PutOutcome, SearchHit, StoreError,
+    StoreOptions, query,
 };
 use crate::note::{Note, normalize_tags, now_rfc3339};
 
@@ -27,6 +29,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const STATEMENT_CACHE: usize = 32;
 /// The WAL file is cut back to this size after a checkpoint instead of staying at its peak.
 const WAL_SIZE_LIMIT: i64 = 32 * 1024 * 1024;
+/// SQLite's default: the writer copies the WAL into the main file once it holds this many pages.
+const WAL_AUTOCHECKPOINT_PAGES: i64 = 1000;
 /// Bounds the work one call can ask for, whatever the caller passes.
 const MAX_LIMIT: usize = 10_000;
 
@@ -83,6 +87,11 @@ pub(super) struct SqliteBackend {
     writer: Mutex<Connection>,
     /// The file, or `None` in memory; named in error messages.
     path: Option<PathBuf>,
+    /// The read of every page for damage; see [`page_check`].
+    pages: PageCheck,
+    /// Whether the writer may copy the WAL into the main file: only once the pages are known
+    /// sound, so that a damaged file is never written to.
+    checkpoints_on: AtomicBool,
 }
 
 impl SqliteBackend {
@@ -126,6 +135,24 @@ impl SqliteBackend {
             schema::inspect(&tx, Depth::Full { file_len })
         };
         let state = accept(path, state)?;
+        let pages = match state {
+            FileState::Pkb(SCHEMA_VERSION) if options.damage_check == DamageCheck::InBackground => {
+                let conn = open_reader(path).map_err(|e| open_error(Box::new(e)))?;
+                PageCheck::start(conn, path.display().to_string())
+                    .map_err(|e| open_error(Box::new(e)))?
+            }
+            // A migration writes to the file, so it waits for the check.
+            FileState::Pkb(_) => match page_check::check(&conn, &AtomicBool::new(false)) {
+                Verdict::Damaged(reason) => {
+                    return Err(StoreError::Corrupt {
+                        path: path.to_owned(),
+                        reason,
+                    });
+                }
+                verdict => PageCheck::done(verdict),
+            },
+            _ => PageCheck::done(Verdict::Sound),
+        };
 
         // The file is ours or blank: from here on writing is fine. Switching to WAL writes
         // the header, which is why it waits for the checks above.
@@ -153,14 +180,17 @@ impl SqliteBackend {
             }
             tx.commit().map_err(|e| open_error(Box::new(e)))?;
         }
-        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, false)
-            .map_err(|e| open_error(Box::new(e)))?;
-
-        Ok(SqliteBackend {
+        let backend = SqliteBackend {
             readers: Some(ReaderPool::new(path.to_owned(), options.max_readers)),
             writer: Mutex::new(conn),
             path: Some(path.to_owned()),
-        })
+            pages,
+            checkpoints_on: AtomicBool::new(false),
+        };
+        backend
+            .allow_checkpoints(&lock(&backend.writer))
+            .map_err(|e| open_error(Box::new(e)))?;
+        Ok(backend)
     }
 
     pub(super) fn open_in_memory(seed: bool) -> Result<Self, StoreError> {
@@ -179,39 +209,101 @@ impl SqliteBackend {
             readers: None,
             writer: Mutex::new(conn),
             path: None,
+            pages: PageCheck::done(Verdict::Sound),
+            checkpoints_on: AtomicBool::new(true),
         })
     }
 
-    /// Wraps an engine error with what was being done and where.
+    /// Wraps an engine error with what was being done and where; SQLite's report of a damaged
+    /// file becomes [`StoreError::Corrupt`].
     fn fail(&self, action: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
-        move |e| StoreError::Backend {
-            context: match &self.path {
-                Some(path) => format!("cannot {action} in {}", path.display()),
-                None => format!("cannot {action} in the in-memory store"),
+        move |e| match &self.path {
+            Some(path) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
+                StoreError::Corrupt {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                }
+            }
+            _ => StoreError::Backend {
+                context: match &self.path {
+                    Some(path) => format!("cannot {action} in {}", path.display()),
+                    None => format!("cannot {action} in the in-memory store"),
+                },
+                source: Box::new(e),
             },
-            source: Box::new(e),
         }
     }
 
-    fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    /// Refuses every call once the page check has found damage.
+    fn refuse_if_damaged(&self) -> Result<(), StoreError> {
+        match (self.pages.verdict(), &self.path) {
+            (Some(Verdict::Damaged(reason)), Some(path)) => Err(StoreError::Corrupt {
+                path: path.clone(),
+                reason: reason.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs `f` on a reader connection; `action` names it in errors.
+    fn read<T>(
+        &self,
+        action: &'static str,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        self.refuse_if_damaged()?;
         match &self.readers {
             Some(pool) => pool.with(f),
             None => f(&lock(&self.writer)),
         }
+        .map_err(self.fail(action))
     }
 
-    /// Runs `f` in an IMMEDIATE transaction and commits it. Taking the write lock up front
-    /// means waiting for other writers honours the busy timeout; a deferred transaction that
-    /// upgrades from read to write gets SQLITE_BUSY at once instead.
+    /// Runs `f` in an IMMEDIATE transaction and commits it; `action` names it in errors.
+    /// Taking the write lock up front means waiting for other writers honours the busy
+    /// timeout; a deferred transaction that upgrades from read to write gets SQLITE_BUSY at
+    /// once instead.
     fn write<T>(
         &self,
+        action: &'static str,
         f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T>,
-    ) -> rusqlite::Result<T> {
+    ) -> Result<T, StoreError> {
+        self.refuse_if_damaged()?;
         let mut conn = lock(&self.writer);
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        Ok(out)
+        let run = |conn: &mut Connection| {
+            self.allow_checkpoints(conn)?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let out = f(&tx)?;
+            tx.commit()?;
+            Ok(out)
+        };
+        run(&mut conn).map_err(self.fail(action))
+    }
+
+    /// Lets the writer copy the WAL into the main file, after the page check has passed (or
+    /// could not finish, which finds nothing wrong); until then it only appends to the WAL.
+    fn allow_checkpoints(&self, writer: &Connection) -> rusqlite::Result<()> {
+        if self.checkpoints_on.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let allowed = matches!(
+            self.pages.verdict(),
+            Some(Verdict::Sound | Verdict::Unfinished)
+        );
+        let pages = if allowed { WAL_AUTOCHECKPOINT_PAGES } else { 0 };
+        writer.pragma_update(None, "wal_autocheckpoint", pages)?;
+        writer.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, !allowed)?;
+        self.checkpoints_on.store(allowed, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl Drop for SqliteBackend {
+    fn drop(&mut self) {
+        // The check's connection closes first, and a check that passed lets the writer,
+        // closing last, fold the WAL into the file.
+        self.pages.stop();
+        let _ = self.allow_checkpoints(&lock(&self.writer));
     }
 }
 
@@ -284,6 +376,8 @@ fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     )?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "query_only", true)?;
+    // The writer alone decides when the WAL may go into the main file; see `allow_checkpoints`.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
 }
@@ -546,19 +640,17 @@ fn sorted_with_prefix(
 
 impl NoteBackend for SqliteBackend {
     fn get(&self, id: &str) -> Result<Option<Note>, StoreError> {
-        self.read(|conn| {
+        self.read("read a note", |conn| {
             conn.prepare_cached(
                 "SELECT id, title, tags, body, created_at, updated_at FROM notes WHERE id = ?1",
             )?
             .query_row([id], note_from_row)
             .optional()
         })
-        .map_err(self.fail("read a note"))
     }
 
     fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
-        self.write(|tx| put_in(tx, draft, mode, &now_rfc3339()))
-            .map_err(self.fail("save a note"))
+        self.write("save a note", |tx| put_in(tx, draft, mode, &now_rfc3339()))
     }
 
     fn put_many(
@@ -566,18 +658,17 @@ impl NoteBackend for SqliteBackend {
         drafts: Vec<NoteDraft>,
         mode: PutMode,
     ) -> Result<Vec<PutOutcome>, StoreError> {
-        self.write(|tx| {
+        self.write("save notes", |tx| {
             let now = now_rfc3339();
             drafts
                 .into_iter()
                 .map(|draft| put_in(tx, draft, mode, &now))
                 .collect()
         })
-        .map_err(self.fail("save notes"))
     }
 
     fn delete(&self, id: &str) -> Result<bool, StoreError> {
-        self.write(|tx| {
+        self.write("delete a note", |tx| {
             let Some(old) = stored_row(tx, id)? else {
                 return Ok(false);
             };
@@ -586,11 +677,10 @@ impl NoteBackend for SqliteBackend {
                 .execute([old.seq])?;
             Ok(true)
         })
-        .map_err(self.fail("delete a note"))
     }
 
     fn list(&self, after: Option<&str>, limit: usize) -> Result<Vec<NoteSummary>, StoreError> {
-        self.read(|conn| {
+        self.read("list notes", |conn| {
             conn.prepare_cached(
                 "SELECT id, title, tags, updated_at FROM notes WHERE id > ?1 ORDER BY id LIMIT ?2",
             )?
@@ -604,16 +694,14 @@ impl NoteBackend for SqliteBackend {
             })?
             .collect()
         })
-        .map_err(self.fail("list notes"))
     }
 
     fn count(&self) -> Result<u64, StoreError> {
-        self.read(|conn| {
+        self.read("count notes", |conn| {
             conn.prepare_cached("SELECT count(*) FROM notes")?
                 .query_row([], |r| r.get::<_, i64>(0))
         })
         .map(|n| u64::try_from(n).unwrap_or(0))
-        .map_err(self.fail("count notes"))
     }
 
     fn search(
@@ -637,7 +725,7 @@ impl NoteBackend for SqliteBackend {
                 score: row.get(3)?,
             })
         };
-        self.read(|conn| {
+        self.read("search notes", |conn| {
             if tags.is_empty() {
                 conn.prepare_cached(SEARCH_SQL)?
                     .query_map(params![expr, sql_limit(limit), RANK_WINDOW], hit)?
@@ -650,11 +738,10 @@ impl NoteBackend for SqliteBackend {
                     .collect()
             }
         })
-        .map_err(self.fail("search notes"))
     }
 
     fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
-        self.read(|conn| {
+        self.read("list note ids", |conn| {
             sorted_with_prefix(
                 conn,
                 "SELECT id FROM notes WHERE id >= ?1 ORDER BY id",
@@ -662,11 +749,10 @@ impl NoteBackend for SqliteBackend {
                 limit,
             )
         })
-        .map_err(self.fail("list note ids"))
     }
 
     fn tags_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
-        self.read(|conn| {
+        self.read("list tags", |conn| {
             sorted_with_prefix(
                 conn,
                 "SELECT DISTINCT tag FROM note_tags WHERE tag >= ?1 ORDER BY tag",
@@ -674,21 +760,23 @@ impl NoteBackend for SqliteBackend {
                 limit,
             )
         })
-        .map_err(self.fail("list tags"))
+    }
+
+    fn damage_checked(&self) -> Result<(), StoreError> {
+        self.pages.wait();
+        self.refuse_if_damaged()
     }
 
     fn verify(&self) -> Result<(), StoreError> {
-        let problems = self
-            .read(|conn| {
-                let mut stmt = conn.prepare("PRAGMA integrity_check(5)")?;
-                let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-                rows.collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .map_err(self.fail("check the store"))?;
+        let problems = self.read("check the store", |conn| {
+            let mut stmt = conn.prepare("PRAGMA integrity_check(5)")?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })?;
         let mut problems: Vec<String> = problems.into_iter().filter(|p| p != "ok").collect();
         // FTS5 compares its index with the notes table; it is an INSERT, so it needs the
         // writer, and it changes nothing.
-        let fts = self.write(|tx| {
+        let fts = self.write("check the search index", |tx| {
             tx.execute(
                 "INSERT INTO notes_fts (notes_fts, rank) VALUES ('integrity-check', 1)",
                 [],

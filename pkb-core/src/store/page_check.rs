@@ -1,0 +1,153 @@
+//! Reading every page of an existing store for damage, in the background after it opens.
+//!
+//! The check reads the whole file: about a quarter of a second at 100,000 notes, which every
+//! client window would otherwise wait for before its first answer. Opening does only the cheap
+//! checks (ids, version, tables, the file's length against its header) and leaves this one
+//! to a thread. Until it passes, the writer copies nothing from the WAL into the main file, so
+//! a damaged file stays byte-for-byte as it was; once it fails, every call is refused with
+//! what it found.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::thread::JoinHandle;
+
+use rusqlite::{Connection, ErrorCode, InterruptHandle};
+
+/// How the page check ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// Every page read back sound.
+    Sound,
+    /// Damage was found; the text says what.
+    Damaged(String),
+    /// The check could not run to the end for another reason (I/O, memory); nothing is
+    /// known to be wrong.
+    Unfinished,
+    /// The store closed before the check ended.
+    Cancelled,
+}
+
+/// The page check of one open store: not yet run, running, or done.
+pub(super) struct PageCheck {
+    verdict: Arc<OnceLock<Verdict>>,
+    cancel: Arc<AtomicBool>,
+    running: Mutex<Option<(JoinHandle<()>, InterruptHandle)>>,
+}
+
+impl PageCheck {
+    /// A check that has already ended with `verdict` (a new store, or one checked at open).
+    pub(super) fn done(verdict: Verdict) -> Self {
+        PageCheck {
+            verdict: Arc::new(OnceLock::from(verdict)),
+            cancel: Arc::new(AtomicBool::new(false)),
+            running: Mutex::new(None),
+        }
+    }
+
+    /// Starts checking through `conn`, a read-only connection the check owns.
+    pub(super) fn start(conn: Connection, label: String) -> std::io::Result<Self> {
+        let verdict = Arc::new(OnceLock::new());
+        let cancel = Arc::new(AtomicBool::new(false));
+        let interrupt = conn.get_interrupt_handle();
+        let thread = std::thread::Builder::new()
+            .name("pkb-page-check".to_owned())
+            .spawn({
+                let verdict = Arc::clone(&verdict);
+                let cancel = Arc::clone(&cancel);
+                move || {
+                    let found = check(&conn, &cancel);
+                    match &found {
+                        Verdict::Sound => tracing::debug!(store = %label, "page check passed"),
+                        Verdict::Damaged(reason) => {
+                            tracing::error!(store = %label, %reason, "store is damaged; refusing every call")
+                        }
+                        Verdict::Unfinished | Verdict::Cancelled => {}
+                    }
+                    let _ = verdict.set(found);
+                }
+            })?;
+        Ok(PageCheck {
+            verdict,
+            cancel,
+            running: Mutex::new(Some((thread, interrupt))),
+        })
+    }
+
+    /// What the check found, once it has ended.
+    pub(super) fn verdict(&self) -> Option<&Verdict> {
+        self.verdict.get()
+    }
+
+    /// Waits for the check to end and returns what it found.
+    pub(super) fn wait(&self) -> Option<&Verdict> {
+        self.join(false);
+        self.verdict()
+    }
+
+    /// Stops a running check and waits for its thread, so its connection is closed on return.
+    pub(super) fn stop(&self) {
+        self.join(true);
+    }
+
+    fn join(&self, cancel: bool) {
+        let running = self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some((thread, interrupt)) = running {
+            if cancel {
+                self.cancel.store(true, Ordering::Relaxed);
+                interrupt.interrupt();
+            }
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Runs the check in the calling thread.
+pub(super) fn check(conn: &Connection, cancel: &AtomicBool) -> Verdict {
+    match damaged_pages(conn, cancel) {
+        Ok(problems) if problems.is_empty() => Verdict::Sound,
+        Ok(problems) => Verdict::Damaged(problems.join("; ").replace('\n', " ")),
+        Err(e) if e.sqlite_error_code() == Some(ErrorCode::DatabaseCorrupt) => {
+            Verdict::Damaged(e.to_string())
+        }
+        Err(_) if cancel.load(Ordering::Relaxed) => Verdict::Cancelled,
+        Err(e) => {
+            tracing::warn!(error = %e, "page check could not finish");
+            Verdict::Unfinished
+        }
+    }
+}
+
+/// `PRAGMA quick_check` of every ordinary table and its indexes: reads every page of them, so
+/// it catches truncation and torn or overwritten pages.
+///
+/// One table at a time, because a whole-database quick_check also runs FTS5's own consistency
+/// check, which re-reads the index against every note: seven times slower (1.3 s against 0.18 s
+/// at 100,000 notes). [`super::NoteBackend::verify`] runs that one.
+fn damaged_pages(conn: &Connection, cancel: &AtomicBool) -> rusqlite::Result<Vec<String>> {
+    let mut tables = conn.prepare(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name",
+    )?;
+    let names = tables
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut problems = Vec::new();
+    for name in names {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERRUPT),
+                None,
+            ));
+        }
+        let sql = format!("PRAGMA quick_check('{}')", name.replace('\'', "''"));
+        let mut check = conn.prepare(&sql)?;
+        let found = check
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        problems.extend(found.into_iter().filter(|p| p != "ok"));
+    }
+    Ok(problems)
+}
