@@ -2,11 +2,13 @@
 //!
 //! [`Store`] is a cheap-to-clone async handle over a [`NoteBackend`]. The backend that ships is
 //! one SQLite file (WAL, full fsync on commit, FTS5 for search); nothing outside this module
-//! depends on that. Every backend call runs on tokio's blocking pool, so a slow search or an
-//! fsync never stalls the runtime's workers.
+//! depends on that. No backend call runs on the runtime's workers: reads go to the store's
+//! own read threads, writes to tokio's blocking pool, so a slow search or an fsync never
+//! stalls them.
 
 mod page_check;
 mod query;
+mod read_threads;
 mod schema;
 mod sqlite;
 
@@ -247,7 +249,13 @@ pub trait NoteBackend: Send + Sync {
 #[derive(Clone)]
 pub struct Store {
     backend: Arc<dyn NoteBackend>,
+    /// Serve the reads; `None` if they could not be started, and reads then take tokio's
+    /// blocking pool like writes.
+    reads: Option<Arc<read_threads::ReadThreads>>,
 }
+
+/// Reading threads for a store opened with default options or from a backend.
+const READ_THREADS: usize = 4;
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -275,7 +283,10 @@ impl Store {
     /// [`Store::open`] with every option.
     pub fn open_with_options(path: &Path, options: &StoreOptions) -> Result<Store, StoreError> {
         let backend = sqlite::SqliteBackend::open(path, options)?;
-        Ok(Store::from_backend(Arc::new(backend)))
+        Ok(Store::with_read_threads(
+            Arc::new(backend),
+            options.max_readers,
+        ))
     }
 
     /// An ephemeral store in memory; it writes no file and is gone when the last clone drops.
@@ -286,7 +297,18 @@ impl Store {
 
     /// A store over any backend, e.g. a test double.
     pub fn from_backend(backend: Arc<dyn NoteBackend>) -> Store {
-        Store { backend }
+        Store::with_read_threads(backend, READ_THREADS)
+    }
+
+    fn with_read_threads(backend: Arc<dyn NoteBackend>, count: usize) -> Store {
+        let reads = match read_threads::ReadThreads::start(&backend, count) {
+            Ok(reads) => Some(Arc::new(reads)),
+            Err(error) => {
+                tracing::warn!(%error, "cannot start the store's read threads; reading on the blocking pool");
+                None
+            }
+        };
+        Store { backend, reads }
     }
 
     /// The default file: `$XDG_DATA_HOME/pkb/pkb.db`, else `$HOME/.local/share/pkb/pkb.db`.
@@ -299,7 +321,7 @@ impl Store {
     /// The note with exactly this id.
     pub async fn get(&self, id: &str) -> Result<Option<Note>, StoreError> {
         let id = id.to_owned();
-        self.call(move |b| b.get(&id)).await
+        self.read(move |b| b.get(&id)).await
     }
 
     /// Saves a note atomically.
@@ -342,12 +364,12 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<NoteSummary>, StoreError> {
         let after = after.map(str::to_owned);
-        self.call(move |b| b.list(after.as_deref(), limit)).await
+        self.read(move |b| b.list(after.as_deref(), limit)).await
     }
 
     /// How many notes there are.
     pub async fn count(&self) -> Result<u64, StoreError> {
-        self.call(|b| b.count()).await
+        self.read(|b| b.count()).await
     }
 
     /// Full-text search over title, tags and body, best first.
@@ -367,7 +389,7 @@ impl Store {
     ) -> Result<Vec<SearchHit>, StoreError> {
         let query = query.to_owned();
         let tags = normalize_tags(tags);
-        self.call(move |b| b.search(&query, &tags, limit)).await
+        self.read(move |b| b.search(&query, &tags, limit)).await
     }
 
     /// Sorted ids that start with `prefix`; every character of `prefix` is literal.
@@ -377,7 +399,7 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
         let prefix = prefix.to_lowercase();
-        self.call(move |b| b.ids_with_prefix(&prefix, limit)).await
+        self.read(move |b| b.ids_with_prefix(&prefix, limit)).await
     }
 
     /// Sorted distinct tags that start with `prefix`; every character of `prefix` is literal.
@@ -387,7 +409,7 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
         let prefix = prefix.trim_start().to_lowercase();
-        self.call(move |b| b.tags_with_prefix(&prefix, limit)).await
+        self.read(move |b| b.tags_with_prefix(&prefix, limit)).await
     }
 
     /// Checks the whole store, search index included, for damage. Reads everything: slow on
@@ -400,6 +422,18 @@ impl Store {
     /// [`StoreError::Corrupt`] when it found damage, after which every call is refused.
     pub async fn damage_checked(&self) -> Result<(), StoreError> {
         self.call(|b| b.damage_checked()).await
+    }
+
+    /// Runs the read `f` on the store's read threads.
+    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&dyn NoteBackend) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        match &self.reads {
+            Some(reads) => reads.run(f).await,
+            None => self.call(f).await,
+        }
     }
 
     /// Runs `f` on the blocking pool when inside a tokio runtime, inline otherwise.
