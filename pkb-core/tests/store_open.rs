@@ -364,7 +364,7 @@ fn refuses_a_store_from_a_newer_version() {
             err,
             StoreError::TooNew {
                 found: 9,
-                supported: 1,
+                supported: 2,
                 ..
             }
         ),
@@ -373,7 +373,7 @@ fn refuses_a_store_from_a_newer_version() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} was written by a newer PKB (schema version 9, this build reads up to 1)",
+            "{} was written by a newer PKB (schema version 9, this build reads up to 2)",
             path.display()
         )
     );
@@ -416,7 +416,7 @@ fn a_missing_file_is_created_with_its_folders() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(app_id, 0x504B_4231);
-    assert_eq!(version, 1);
+    assert_eq!(version, 2);
     assert_eq!(mode, "wal");
 }
 
@@ -472,4 +472,45 @@ fn in_memory_stores_write_no_file_and_are_independent() {
         assert_eq!(b.count().await.unwrap(), 0);
     });
     assert_eq!(snapshot(dir.path()), cwd_before);
+}
+
+#[test]
+fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 30);
+    {
+        // Version 1 had no search vocabulary: take the current store back to it.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "DROP TABLE search_terms; DROP TABLE note_terms; DROP TABLE search_stats;
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path, true).unwrap();
+    block_on(async {
+        assert_eq!(store.count().await.unwrap(), 33, "no note lost or reseeded");
+        let hits = store.search("bod 17", &[], 10).await.unwrap();
+        assert_eq!(hits.first().map(|h| h.id.as_str()), Some("n17"), "{hits:?}");
+        let hits = store.search("deploy", &[], 10).await.unwrap();
+        assert_eq!(
+            hits.first().map(|h| h.id.as_str()),
+            Some("deploy-checklist")
+        );
+        store.verify().await.unwrap();
+    });
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 2);
+    let (notes, indexed): (i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT notes FROM search_stats), (SELECT count(*) FROM note_terms)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((notes, indexed), (33, 33));
 }

@@ -8,9 +8,11 @@
 
 mod page_check;
 mod query;
+mod ranked;
 mod read_threads;
 mod schema;
 mod sqlite;
+mod terms;
 
 /// The contract's seed notes (id, title, tags, body), written into every new store.
 pub use schema::SEED as SEED_NOTES;

@@ -8,10 +8,10 @@ pub(super) const APPLICATION_ID: i32 = 0x504B_4231;
 /// Schema migrations; entry `n` takes a store from version `n` to `n + 1`.
 ///
 /// Append only: a released entry never changes, since stores in the field already ran it.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build writes and the newest it reads.
-pub(super) const SCHEMA_VERSION: i64 = 1;
+pub(super) const SCHEMA_VERSION: i64 = 2;
 
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -47,8 +47,38 @@ CREATE VIRTUAL TABLE notes_fts USING fts5 (
 );
 "#;
 
+/// The search vocabulary and per-note term counts of [`super::terms`]: a prefix becomes a
+/// list of exact terms, and BM25 is computed for candidate notes only. `notes` counts the notes
+/// holding a term; `search_stats` holds the note count and total tokens (the average length).
+const V2: &str = r#"
+CREATE TABLE search_terms (
+    id    INTEGER PRIMARY KEY,
+    term  TEXT NOT NULL UNIQUE,
+    notes INTEGER NOT NULL
+);
+
+CREATE TABLE note_terms (
+    note  INTEGER PRIMARY KEY,  -- notes.seq
+    terms BLOB NOT NULL         -- see terms::NoteTerms
+);
+
+CREATE TABLE search_stats (
+    id     INTEGER PRIMARY KEY CHECK (id = 1),
+    notes  INTEGER NOT NULL,
+    tokens INTEGER NOT NULL
+);
+INSERT INTO search_stats (id, notes, tokens) VALUES (1, 0, 0);
+"#;
+
 /// Tables a current store must have; their absence means damage, not a new store.
-const REQUIRED_TABLES: &[&str] = &["note_tags", "notes", "notes_fts"];
+const REQUIRED_TABLES: &[&str] = &[
+    "note_terms",
+    "note_tags",
+    "notes",
+    "notes_fts",
+    "search_stats",
+    "search_terms",
+];
 
 /// The contract's seed notes: id, title, tags, body.
 pub const SEED: &[(&str, &str, &[&str], &str)] = &[
@@ -204,6 +234,9 @@ pub(super) fn upgrade(conn: &Connection, from: i64, seed: bool) -> rusqlite::Res
     let start = usize::try_from(from).unwrap_or(0);
     for migration in MIGRATIONS.iter().skip(start) {
         conn.execute_batch(migration)?;
+    }
+    if from == 1 {
+        super::terms::backfill(conn)?;
     }
     if from == 0 {
         conn.pragma_update(None, "application_id", APPLICATION_ID)?;

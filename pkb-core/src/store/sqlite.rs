@@ -19,7 +19,7 @@ use super::page_check::{self, PageCheck, Verdict};
 use super::schema::{self, Depth, FileState, InspectError, SCHEMA_VERSION};
 use super::{
     DamageCheck, NoteBackend, NoteDraft, NoteSummary, PutMode, PutOutcome, SearchHit, StoreError,
-    StoreOptions, query,
+    StoreOptions, query, ranked, terms,
 };
 use crate::note::{Note, normalize_tags, now_rfc3339};
 
@@ -200,6 +200,7 @@ impl SqliteBackend {
         };
         let mut conn = Connection::open_in_memory().map_err(fail)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        terms::prepare_tokenizer(&conn).map_err(fail)?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(fail)?;
@@ -257,6 +258,15 @@ impl SqliteBackend {
             None => f(&lock(&self.writer)),
         }
         .map_err(self.fail(action))
+    }
+
+    /// Runs `f` on a reader connection and unwraps its answer.
+    #[cfg(test)]
+    pub(super) fn read_for_tests<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> T {
+        self.read("run a test", f).expect("test read")
     }
 
     /// Runs `f` in an IMMEDIATE transaction and commits it; `action` names it in errors.
@@ -366,7 +376,7 @@ fn configure_writer(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "fullfsync", true)?;
     conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    Ok(())
+    terms::prepare_tokenizer(conn)
 }
 
 fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
@@ -375,7 +385,9 @@ fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    conn.pragma_update(None, "query_only", true)?;
+    // Not `query_only`: a search writes query words into this connection's own TEMP table to
+    // have FTS5 tokenize them. The store's files are only ever written by the writer.
+    terms::prepare_tokenizer(&conn)?;
     // The writer alone decides when the WAL may go into the main file; see `allow_checkpoints`.
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
@@ -470,7 +482,7 @@ pub(super) fn tags_to_json<'a>(tags: impl Iterator<Item = &'a str>) -> String {
     serde_json::Value::Array(tags.map(serde_json::Value::from).collect()).to_string()
 }
 
-fn tags_from_json(row: &Row<'_>, column: usize) -> rusqlite::Result<Vec<String>> {
+pub(super) fn tags_from_json(row: &Row<'_>, column: usize) -> rusqlite::Result<Vec<String>> {
     let text: String = row.get(column)?;
     serde_json::from_str(&text)
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(column, Type::Text, Box::new(e)))
@@ -489,6 +501,38 @@ fn note_from_row(row: &Row<'_>) -> rusqlite::Result<Note> {
 
 fn sql_limit(limit: usize) -> i64 {
     i64::try_from(limit.min(MAX_LIMIT)).unwrap_or(0)
+}
+
+/// Search ranked by FTS5's `bm25()` over its own prefix queries: for the queries
+/// [`ranked::search`] leaves alone. `expr` is the MATCH expression of the query.
+pub(super) fn fts5_search(
+    conn: &Connection,
+    expr: &str,
+    tags: &[String],
+    tags_json: &str,
+    limit: usize,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    let hit = |row: &Row<'_>| {
+        Ok(SearchHit {
+            id: row.get(0)?,
+            title: row.get(1)?,
+            tags: tags_from_json(row, 2)?,
+            score: row.get(3)?,
+        })
+    };
+    if tags.is_empty() {
+        conn.prepare_cached(SEARCH_SQL)?
+            .query_map(params![expr, sql_limit(limit), RANK_WINDOW], hit)?
+            .collect()
+    } else {
+        let n = i64::try_from(tags.len()).unwrap_or(i64::MAX);
+        conn.prepare_cached(SEARCH_TAGGED_SQL)?
+            .query_map(
+                params![expr, sql_limit(limit), RANK_WINDOW, tags_json, n],
+                hit,
+            )?
+            .collect()
+    }
 }
 
 /// Inserts a new note and its index entries; returns its rowid.
@@ -524,6 +568,7 @@ fn index_row(
         "INSERT INTO notes_fts (rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)",
     )?
     .execute(params![seq, title, tags_json, body])?;
+    terms::index_terms(conn, seq, title, tags_json, body)?;
     let mut tag_row =
         conn.prepare_cached("INSERT OR IGNORE INTO note_tags (tag, note) VALUES (?1, ?2)")?;
     for tag in tags {
@@ -539,6 +584,7 @@ fn unindex_row(conn: &Connection, old: &StoredRow) -> rusqlite::Result<()> {
         "INSERT INTO notes_fts (notes_fts, rowid, title, tags, body) VALUES ('delete', ?1, ?2, ?3, ?4)",
     )?
     .execute(params![old.seq, old.title, old.tags_json, old.body])?;
+    terms::unindex_terms(conn, old.seq)?;
     conn.prepare_cached("DELETE FROM note_tags WHERE note = ?1")?
         .execute([old.seq])?;
     Ok(())
@@ -717,25 +763,16 @@ impl NoteBackend for SqliteBackend {
             return Ok(Vec::new());
         }
         let tags = normalize_tags(tags);
-        let hit = |row: &Row<'_>| {
-            Ok(SearchHit {
-                id: row.get(0)?,
-                title: row.get(1)?,
-                tags: tags_from_json(row, 2)?,
-                score: row.get(3)?,
-            })
-        };
+        let wanted = tags_to_json(tags.iter().map(String::as_str));
+        let limit = limit.min(MAX_LIMIT);
         self.read("search notes", |conn| {
-            if tags.is_empty() {
-                conn.prepare_cached(SEARCH_SQL)?
-                    .query_map(params![expr, sql_limit(limit), RANK_WINDOW], hit)?
-                    .collect()
-            } else {
-                let wanted = tags_to_json(tags.iter().map(String::as_str));
-                let n = i64::try_from(tags.len()).unwrap_or(i64::MAX);
-                conn.prepare_cached(SEARCH_TAGGED_SQL)?
-                    .query_map(params![expr, sql_limit(limit), RANK_WINDOW, wanted, n], hit)?
-                    .collect()
+            // One snapshot for the planner's several statements, and one set of file locks
+            // instead of one per statement.
+            let _snapshot = conn.unchecked_transaction()?;
+            match ranked::search(conn, query, &tags, &wanted, limit)? {
+                ranked::Plan::Ranked(hits) => Ok(hits),
+                ranked::Plan::Fts5Terms(terms) => fts5_search(conn, &terms, &tags, &wanted, limit),
+                ranked::Plan::Fts5Prefixes => fts5_search(conn, &expr, &tags, &wanted, limit),
             }
         })
     }

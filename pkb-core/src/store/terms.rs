@@ -1,0 +1,257 @@
+//! The search vocabulary and each note's term counts, kept next to the FTS5 index.
+//!
+//! FTS5 answers "which notes hold these exact terms, newest first" in well under a
+//! millisecond, stopping after the rows asked for. Two things it does slowly at 100,000 notes:
+//! a prefix query (`"gro"*`) merges the full doclist of every term with that prefix before the
+//! first row, and `bm25()` walks each term's full doclist to count the notes that hold it.
+//! This module keeps what lets the store do without both: every term with the number of notes
+//! holding it (`search_terms`), so a prefix becomes a list of exact terms, and each note's
+//! weighted term counts (`note_terms`), so BM25 is computed for the candidate notes only.
+//!
+//! The terms come from FTS5's own tokenizer, run over each note in a TEMP table, so they are
+//! exactly the index's terms.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// Column weights of the ranking: title, tags, body.
+pub(super) const WEIGHTS: [u32; 3] = [10, 4, 1];
+
+/// Creates the TEMP tables that tokenize a note or a query word on `conn`; it must be able to
+/// write to its TEMP schema.
+pub(super) fn prepare_tokenizer(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "PRAGMA temp_store = MEMORY;
+         CREATE VIRTUAL TABLE IF NOT EXISTS temp.pkb_tokenize USING fts5 (
+             title, tags, body, content = '', tokenize = 'unicode61 remove_diacritics 2'
+         );
+         CREATE VIRTUAL TABLE IF NOT EXISTS temp.pkb_tokenize_terms
+             USING fts5vocab('temp', 'pkb_tokenize', 'col');",
+    )
+}
+
+/// One note's terms as stored in `note_terms.terms`: the note's length in tokens, then for
+/// each term (ascending id) its id and its count weighted by [`WEIGHTS`].
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct NoteTerms {
+    /// Tokens in title, tags and body together.
+    pub(super) length: u32,
+    /// `(term id, weighted count)`, by ascending id.
+    pub(super) terms: Vec<(u32, u16)>,
+}
+
+impl NoteTerms {
+    /// The blob: `length` as 4 bytes, then 6 bytes per term (id, count), little-endian.
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4 + 6 * self.terms.len());
+        out.extend_from_slice(&self.length.to_le_bytes());
+        for (id, count) in &self.terms {
+            out.extend_from_slice(&id.to_le_bytes());
+            out.extend_from_slice(&count.to_le_bytes());
+        }
+        out
+    }
+
+    /// Reads a blob written by `encode`; a malformed one reads as far as it is whole.
+    #[cfg(test)]
+    pub(super) fn decode(blob: &[u8]) -> NoteTerms {
+        let (length, terms) = NoteTerms::read(blob);
+        NoteTerms {
+            length,
+            terms: terms.collect(),
+        }
+    }
+
+    /// The length and the `(term id, weighted count)` pairs of a blob, without copying them.
+    pub(super) fn read(blob: &[u8]) -> (u32, impl Iterator<Item = (u32, u16)> + '_) {
+        let (length, rest) = match blob.split_first_chunk::<4>() {
+            Some((length, rest)) => (u32::from_le_bytes(*length), rest),
+            None => (0, &[][..]),
+        };
+        let terms = rest.chunks_exact(6).map(|c| {
+            let id = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            (id, u16::from_le_bytes([c[4], c[5]]))
+        });
+        (length, terms)
+    }
+}
+
+/// Records the terms of note `seq` and counts it in each term's number of notes.
+pub(super) fn index_terms(
+    conn: &Connection,
+    seq: i64,
+    title: &str,
+    tags_json: &str,
+    body: &str,
+) -> rusqlite::Result<()> {
+    let counted = tokenize(conn, title, tags_json, body)?;
+    // Only single-row statements without RETURNING or upserts: either would open a statement
+    // savepoint, at which FTS5 writes its pending index data out as a tiny segment (see the
+    // schema's note on savepoints).
+    let mut find = conn.prepare_cached("SELECT id FROM search_terms WHERE term = ?1")?;
+    let mut count_in =
+        conn.prepare_cached("UPDATE search_terms SET notes = notes + 1 WHERE id = ?1")?;
+    let mut add = conn.prepare_cached("INSERT INTO search_terms (term, notes) VALUES (?1, 1)")?;
+    let mut note = NoteTerms::default();
+    for (term, weighted, tokens) in counted {
+        let id = match find.query_row([&term], |r| r.get::<_, i64>(0)).optional()? {
+            Some(id) => {
+                count_in.execute([id])?;
+                id
+            }
+            None => {
+                add.execute([&term])?;
+                conn.last_insert_rowid()
+            }
+        };
+        note.length = note.length.saturating_add(tokens);
+        note.terms.push((
+            u32::try_from(id).unwrap_or(u32::MAX),
+            u16::try_from(weighted).unwrap_or(u16::MAX),
+        ));
+    }
+    note.terms.sort_unstable();
+    conn.prepare_cached("INSERT INTO note_terms (note, terms) VALUES (?1, ?2)")?
+        .execute(params![seq, note.encode()])?;
+    conn.prepare_cached(
+        "UPDATE search_stats SET notes = notes + 1, tokens = tokens + ?1 WHERE id = 1",
+    )?
+    .execute([i64::from(note.length)])?;
+    Ok(())
+}
+
+/// Undoes [`index_terms`] for note `seq`; a term no note holds any more is dropped.
+pub(super) fn unindex_terms(conn: &Connection, seq: i64) -> rusqlite::Result<()> {
+    let Some(blob) = conn
+        .prepare_cached("SELECT terms FROM note_terms WHERE note = ?1")?
+        .query_row([seq], |r| r.get::<_, Vec<u8>>(0))
+        .optional()?
+    else {
+        return Ok(());
+    };
+    conn.prepare_cached("DELETE FROM note_terms WHERE note = ?1")?
+        .execute([seq])?;
+    let (length, terms) = NoteTerms::read(&blob);
+    let mut holding = conn.prepare_cached("SELECT notes FROM search_terms WHERE id = ?1")?;
+    let mut count_out =
+        conn.prepare_cached("UPDATE search_terms SET notes = notes - 1 WHERE id = ?1")?;
+    let mut drop_term = conn.prepare_cached("DELETE FROM search_terms WHERE id = ?1")?;
+    for (id, _) in terms {
+        match holding.query_row([id], |r| r.get::<_, i64>(0)).optional()? {
+            Some(notes) if notes <= 1 => drop_term.execute([id])?,
+            Some(_) => count_out.execute([id])?,
+            None => 0,
+        };
+    }
+    conn.prepare_cached(
+        "UPDATE search_stats SET notes = notes - 1, tokens = max(tokens - ?1, 0) WHERE id = 1",
+    )?
+    .execute([i64::from(length)])?;
+    Ok(())
+}
+
+/// The note's distinct terms as FTS5 tokenizes them: `(term, weighted count, tokens)`.
+fn tokenize(
+    conn: &Connection,
+    title: &str,
+    tags_json: &str,
+    body: &str,
+) -> rusqlite::Result<Vec<(String, u32, u32)>> {
+    let mut out: Vec<(String, u32, u32)> = Vec::new();
+    for (term, column, count) in counted_terms(conn, title, tags_json, body)? {
+        let weight = match column.as_str() {
+            "title" => WEIGHTS[0],
+            "tags" => WEIGHTS[1],
+            _ => WEIGHTS[2],
+        };
+        match out.last_mut() {
+            Some((last, weighted, tokens)) if *last == term => {
+                *weighted += weight * count;
+                *tokens += count;
+            }
+            _ => out.push((term, weight * count, count)),
+        }
+    }
+    Ok(out)
+}
+
+/// The one term FTS5 makes of a query word, or `None` when it makes several or none.
+pub(super) fn query_term(conn: &Connection, word: &str) -> rusqlite::Result<Option<String>> {
+    let mut terms = counted_terms(conn, "", "", word)?;
+    Ok(match terms.pop() {
+        Some((term, _, 1)) if terms.is_empty() => Some(term),
+        _ => None,
+    })
+}
+
+/// `(term, column, occurrences)` of one row through FTS5's tokenizer, sorted by term.
+fn counted_terms(
+    conn: &Connection,
+    title: &str,
+    tags_json: &str,
+    body: &str,
+) -> rusqlite::Result<Vec<(String, String, u32)>> {
+    conn.prepare_cached(
+        "INSERT INTO temp.pkb_tokenize (rowid, title, tags, body) VALUES (1, ?1, ?2, ?3)",
+    )?
+    .execute(params![title, tags_json, body])?;
+    let counted = conn
+        .prepare_cached("SELECT term, col, cnt FROM temp.pkb_tokenize_terms")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>();
+    // Emptied whatever happened, so the next row starts from nothing.
+    conn.prepare_cached("INSERT INTO temp.pkb_tokenize (pkb_tokenize) VALUES ('delete-all')")?
+        .execute([])?;
+    counted
+}
+
+/// Fills `search_terms`, `note_terms` and `search_stats` for the notes already stored, when
+/// a store from before them is upgraded.
+pub(super) fn backfill(conn: &Connection) -> rusqlite::Result<()> {
+    prepare_tokenizer(conn)?;
+    let mut notes = conn.prepare("SELECT seq, title, tags, body FROM notes ORDER BY seq")?;
+    let mut rows = notes.query([])?;
+    while let Some(row) = rows.next()? {
+        index_terms(
+            conn,
+            row.get(0)?,
+            &row.get::<_, String>(1)?,
+            &row.get::<_, String>(2)?,
+            &row.get::<_, String>(3)?,
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn note_terms_survive_encoding() {
+        let note = NoteTerms {
+            length: 123,
+            terms: vec![(1, 10), (7, 1), (70_000, u16::MAX)],
+        };
+        assert_eq!(NoteTerms::decode(&note.encode()), note);
+        assert_eq!(NoteTerms::decode(&[1, 2]), NoteTerms::default());
+    }
+
+    #[test]
+    fn tokenizes_like_the_index_and_weights_columns() {
+        let conn = Connection::open_in_memory().unwrap();
+        prepare_tokenizer(&conn).unwrap();
+        let terms = tokenize(&conn, "Café Deploy", r#"["deploy"]"#, "deploy the CAFÉ now").unwrap();
+        assert_eq!(
+            terms,
+            vec![
+                ("cafe".to_owned(), 10 + 1, 2),
+                ("deploy".to_owned(), 10 + 4 + 1, 3),
+                ("now".to_owned(), 1, 1),
+                ("the".to_owned(), 1, 1),
+            ]
+        );
+        // The TEMP table is empty again for the next note.
+        let again = tokenize(&conn, "x", "[]", "").unwrap();
+        assert_eq!(again, vec![("x".to_owned(), 10, 1)]);
+    }
+}
