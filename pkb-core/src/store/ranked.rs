@@ -44,15 +44,14 @@ const B: f64 = 0.75;
 const CANDIDATES_SQL: &str =
     "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?1 ORDER BY rowid DESC";
 
-/// [`CANDIDATES_SQL`] over the notes that carry all `?3` tags of the JSON array `?2`.
-const CANDIDATES_TAGGED_SQL: &str = "
-SELECT rowid FROM notes_fts
-WHERE notes_fts MATCH ?1 AND +rowid IN (
-    SELECT note FROM note_tags
-    WHERE tag IN (SELECT value FROM json_each(?2))
-    GROUP BY note HAVING count(*) = ?3
-)
-ORDER BY rowid DESC";
+/// The notes carrying tag `?1`, newest first.
+const TAGGED_SQL: &str = "SELECT note FROM note_tags WHERE tag = ?1 ORDER BY note DESC";
+
+/// The notes carrying all `?2` tags of the JSON array `?1`, newest first.
+const ALL_TAGGED_SQL: &str = "
+SELECT note FROM note_tags WHERE tag IN (SELECT value FROM json_each(?1))
+GROUP BY note HAVING count(*) = ?2
+ORDER BY note DESC";
 
 /// Reading the counts of every note in a range costs about a fifth of looking one note up, so
 /// candidates spread over at most this many times their number are read as a range.
@@ -139,26 +138,39 @@ fn search_routed(
         Route::Here => {}
     }
 
-    // FTS5 walks only the rarest word's terms, newest first; the other words are checked in
-    // each candidate's counts, which scoring reads anyway. Left to FTS5, an AND would seek
-    // every term of every other word at each candidate.
+    // Candidates come newest first from the rarest word's terms through FTS5, or, with tags,
+    // from the tag index: a tag filter is usually far more selective than a word common
+    // enough to take this route. Every word is then checked in the candidate's counts, which
+    // scoring reads anyway; left to FTS5, an AND would seek every term of every other word at
+    // each candidate.
     let scorer = Scorer::new(&words, notes, tokens);
     let rarest = (0..words.len())
         .min_by_key(|&i| words[i].notes)
         .unwrap_or(0);
-    let dense = words[rarest].notes.saturating_mul(RANGE_READ_SPREAD) >= notes;
+    let dense_if = |held: i64| held.saturating_mul(RANGE_READ_SPREAD) >= notes;
+    let mut candidates;
+    let (mut rows, dense) = match tags {
+        [] => {
+            candidates = conn.prepare_cached(CANDIDATES_SQL)?;
+            let dense = dense_if(words[rarest].notes);
+            (candidates.query(params![matches[rarest]])?, dense)
+        }
+        [tag] => {
+            let held: i64 = conn
+                .prepare_cached(
+                    "SELECT count(*) FROM (SELECT 1 FROM note_tags WHERE tag = ?1 LIMIT ?2)",
+                )?
+                .query_row(params![tag, notes / RANGE_READ_SPREAD], |r| r.get(0))?;
+            candidates = conn.prepare_cached(TAGGED_SQL)?;
+            (candidates.query([tag])?, dense_if(held))
+        }
+        _ => {
+            let wanted = i64::try_from(tags.len()).unwrap_or(i64::MAX);
+            candidates = conn.prepare_cached(ALL_TAGGED_SQL)?;
+            (candidates.query(params![tags_json, wanted])?, false)
+        }
+    };
     let mut counts = NoteCounts::new(conn, dense)?;
-    let mut candidates = if tags.is_empty() {
-        conn.prepare_cached(CANDIDATES_SQL)?
-    } else {
-        conn.prepare_cached(CANDIDATES_TAGGED_SQL)?
-    };
-    let mut rows = if tags.is_empty() {
-        candidates.query(params![matches[rarest]])?
-    } else {
-        let wanted = i64::try_from(tags.len()).unwrap_or(i64::MAX);
-        candidates.query(params![matches[rarest], tags_json, wanted])?
-    };
     let window = usize::try_from(RANK_WINDOW).unwrap_or(usize::MAX);
     let mut scored = Vec::new();
     while let Some(row) = rows.next()? {
