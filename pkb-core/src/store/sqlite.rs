@@ -200,7 +200,7 @@ impl SqliteBackend {
         };
         let mut conn = Connection::open_in_memory().map_err(fail)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        terms::prepare_tokenizer(&conn).map_err(fail)?;
+        keep_temp_tables_in_memory(&conn).map_err(fail)?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(fail)?;
@@ -376,7 +376,13 @@ fn configure_writer(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "fullfsync", true)?;
     conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    terms::prepare_tokenizer(conn)
+    keep_temp_tables_in_memory(conn)
+}
+
+/// The TEMP tables that tokenize text (see [`terms`]) live in memory, never in a file. Set
+/// outside any transaction, which SQLite requires.
+fn keep_temp_tables_in_memory(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "temp_store", "MEMORY")
 }
 
 fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
@@ -387,7 +393,7 @@ fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     // Not `query_only`: a search writes query words into this connection's own TEMP table to
     // have FTS5 tokenize them. The store's files are only ever written by the writer.
-    terms::prepare_tokenizer(&conn)?;
+    keep_temp_tables_in_memory(&conn)?;
     // The writer alone decides when the WAL may go into the main file; see `allow_checkpoints`.
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
@@ -768,12 +774,15 @@ impl NoteBackend for SqliteBackend {
         self.read("search notes", |conn| {
             // One snapshot for the planner's several statements, and one set of file locks
             // instead of one per statement.
-            let _snapshot = conn.unchecked_transaction()?;
-            match ranked::search(conn, query, &tags, &wanted, limit)? {
-                ranked::Plan::Ranked(hits) => Ok(hits),
-                ranked::Plan::Fts5Terms(terms) => fts5_search(conn, &terms, &tags, &wanted, limit),
-                ranked::Plan::Fts5Prefixes => fts5_search(conn, &expr, &tags, &wanted, limit),
-            }
+            // Committed rather than rolled back, so a tokenizer table created on the way stays.
+            let snapshot = conn.unchecked_transaction()?;
+            let hits = match ranked::search(conn, query, &tags, &wanted, limit)? {
+                ranked::Plan::Ranked(hits) => hits,
+                ranked::Plan::Fts5Terms(terms) => fts5_search(conn, &terms, &tags, &wanted, limit)?,
+                ranked::Plan::Fts5Prefixes => fts5_search(conn, &expr, &tags, &wanted, limit)?,
+            };
+            snapshot.commit()?;
+            Ok(hits)
         })
     }
 

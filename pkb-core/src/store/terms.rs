@@ -16,12 +16,19 @@ use rusqlite::{Connection, OptionalExtension, params};
 /// Column weights of the ranking: title, tags, body.
 pub(super) const WEIGHTS: [u32; 3] = [10, 4, 1];
 
-/// Creates the TEMP tables that tokenize a note or a query word on `conn`; it must be able to
-/// write to its TEMP schema.
-pub(super) fn prepare_tokenizer(conn: &Connection) -> rusqlite::Result<()> {
+/// Creates the TEMP tables that tokenize a note or a query word on `conn`, unless it has them.
+///
+/// On first use rather than when a connection opens: creating them takes about a millisecond,
+/// which a server's start and a plain fetch need not pay.
+fn prepare_tokenizer(conn: &Connection) -> rusqlite::Result<()> {
+    let ready = conn
+        .prepare_cached("SELECT 1 FROM temp.sqlite_schema WHERE name = 'pkb_tokenize_terms'")?
+        .exists([])?;
+    if ready {
+        return Ok(());
+    }
     conn.execute_batch(
-        "PRAGMA temp_store = MEMORY;
-         CREATE VIRTUAL TABLE IF NOT EXISTS temp.pkb_tokenize USING fts5 (
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.pkb_tokenize USING fts5 (
              title, tags, body, content = '', tokenize = 'unicode61 remove_diacritics 2'
          );
          CREATE VIRTUAL TABLE IF NOT EXISTS temp.pkb_tokenize_terms
@@ -190,6 +197,7 @@ fn counted_terms(
     tags_json: &str,
     body: &str,
 ) -> rusqlite::Result<Vec<(String, String, u32)>> {
+    prepare_tokenizer(conn)?;
     conn.prepare_cached(
         "INSERT INTO temp.pkb_tokenize (rowid, title, tags, body) VALUES (1, ?1, ?2, ?3)",
     )?
@@ -207,7 +215,6 @@ fn counted_terms(
 /// Fills `search_terms`, `note_terms` and `search_stats` for the notes already stored, when
 /// a store from before them is upgraded.
 pub(super) fn backfill(conn: &Connection) -> rusqlite::Result<()> {
-    prepare_tokenizer(conn)?;
     let mut notes = conn.prepare("SELECT seq, title, tags, body FROM notes ORDER BY seq")?;
     let mut rows = notes.query([])?;
     while let Some(row) = rows.next()? {
@@ -239,7 +246,6 @@ mod tests {
     #[test]
     fn tokenizes_like_the_index_and_weights_columns() {
         let conn = Connection::open_in_memory().unwrap();
-        prepare_tokenizer(&conn).unwrap();
         let terms = tokenize(&conn, "Café Deploy", r#"["deploy"]"#, "deploy the CAFÉ now").unwrap();
         assert_eq!(
             terms,
