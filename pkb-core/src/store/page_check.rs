@@ -10,6 +10,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long after opening the check starts: a client's first requests (initialize, a
+/// listing, a first search) then do not share the CPU with it.
+const START_DELAY: Duration = Duration::from_millis(250);
 
 use rusqlite::{Connection, ErrorCode, InterruptHandle};
 
@@ -55,6 +60,14 @@ impl PageCheck {
                 let verdict = Arc::clone(&verdict);
                 let cancel = Arc::clone(&cancel);
                 move || {
+                    let start = Instant::now() + START_DELAY;
+                    while !cancel.load(Ordering::Relaxed) {
+                        let now = Instant::now();
+                        if now >= start {
+                            break;
+                        }
+                        std::thread::park_timeout(start - now);
+                    }
                     let found = check(&conn, &cancel);
                     match &found {
                         Verdict::Sound => tracing::debug!(store = %label, "page check passed"),
@@ -99,6 +112,7 @@ impl PageCheck {
             if cancel {
                 self.cancel.store(true, Ordering::Relaxed);
                 interrupt.interrupt();
+                thread.thread().unpark();
             }
             let _ = thread.join();
         }
