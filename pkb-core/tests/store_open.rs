@@ -514,3 +514,38 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
         .unwrap();
     assert_eq!((notes, indexed), (33, 33));
 }
+
+#[test]
+fn a_damaged_store_outside_wal_mode_is_refused_at_open_even_in_the_background_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 300);
+    {
+        // A backup restored in rollback-journal mode: switching it to WAL would write it.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "delete");
+    }
+    damage_a_middle_page(&path);
+    let before = sha256(&path);
+    let err = Store::open(&path, true).expect_err("checked before open returns");
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+    assert_eq!(sha256(&path), before, "file bytes unchanged");
+}
+
+#[test]
+fn a_short_session_that_writes_folds_its_wal_on_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 300);
+    let store = Store::open(&path, true).unwrap();
+    block_on(store.put(draft("quick", "one write, then exit"), PutMode::CreateOnly)).unwrap();
+    // Closing waits for the page check rather than cancelling it, so the write reaches the file.
+    drop(store);
+    assert!(
+        !dir.path().join("pkb.db-wal").exists(),
+        "the WAL was folded into the file"
+    );
+    let store = open_checked(&path).unwrap();
+    assert!(block_on(store.get("quick")).unwrap().is_some());
+}

@@ -176,17 +176,19 @@ pub struct SearchHit {
 pub struct StoreOptions {
     /// Seed a newly created store with the contract's three notes.
     pub seed: bool,
-    /// Most read connections kept open at once (at least 1).
+    /// Most read connections kept open at once (at least 1), and the number of read threads.
     pub max_readers: usize,
     /// When an existing file is read through for damaged pages.
     pub damage_check: DamageCheck,
 }
 
-/// When [`Store::open`] reads every page of an existing file for damage.
+/// When [`Store::open`] reads every table and index of an existing file for damage.
 ///
-/// Either way a damaged file is never written to: in the background, the WAL is not copied
-/// into the main file until the check has passed, and every call after a failed check is
-/// refused with [`StoreError::Corrupt`].
+/// Either way a file found damaged is not written to: in the background, the WAL is not copied
+/// into the main file until the check has passed, and every call after a failed check (or after
+/// SQLite reports damage during a call) is refused with [`StoreError::Corrupt`]. A file not in
+/// WAL mode is always checked before `open` returns. A store that wrote waits for the check
+/// when it closes, so that its writes can be folded into the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DamageCheck {
     /// Before `open` returns, which then refuses a damaged file. Costs a read of the whole
@@ -209,7 +211,8 @@ impl Default for StoreOptions {
 
 /// The synchronous storage engine behind [`Store`].
 ///
-/// Methods may block on disk I/O; [`Store`] calls them from tokio's blocking pool. Inputs
+/// Methods may block on disk I/O; [`Store`] calls reads from its read threads and writes from
+/// tokio's blocking pool. Inputs
 /// reaching `put` and `put_many` have been validated and normalised by [`Store`].
 pub trait NoteBackend: Send + Sync {
     /// The note with this exact id.

@@ -1,11 +1,13 @@
-//! Reading every page of an existing store for damage, in the background after it opens.
+//! Reading every table and index of an existing store for damage, in the background after it
+//! opens.
 //!
 //! The check reads the whole file: about a quarter of a second at 100,000 notes, which every
 //! client window would otherwise wait for before its first answer. Opening does only the cheap
-//! checks (ids, version, tables, the file's length against its header) and leaves this one
-//! to a thread. Until it passes, the writer copies nothing from the WAL into the main file, so
-//! a damaged file stays byte-for-byte as it was; once it fails, every call is refused with
-//! what it found.
+//! checks (ids, version, tables, a length of whole pages, and SQLite's own comparison of the
+//! length with the header) and leaves this one to a thread. Until it passes, the writer copies
+//! nothing from the WAL into the main file, so a damaged file stays byte-for-byte as it was;
+//! once it fails, every call is refused with what it found. A file not in WAL mode is checked
+//! before open returns instead.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -25,8 +27,8 @@ pub(super) enum Verdict {
     Sound,
     /// Damage was found; the text says what.
     Damaged(String),
-    /// The check could not run to the end for another reason (I/O, memory); nothing is
-    /// known to be wrong.
+    /// The check could not run to the end for another reason (I/O, memory). Nothing is known
+    /// to be wrong, but nothing is known to be right: the WAL stays out of the main file.
     Unfinished,
     /// The store closed before the check ended.
     Cancelled,
@@ -36,7 +38,15 @@ pub(super) enum Verdict {
 pub(super) struct PageCheck {
     verdict: Arc<OnceLock<Verdict>>,
     cancel: Arc<AtomicBool>,
+    /// Start now rather than after [`START_DELAY`]: someone is waiting for the verdict.
+    hurry: Arc<AtomicBool>,
     running: Mutex<Option<(JoinHandle<()>, InterruptHandle)>>,
+}
+
+impl Drop for PageCheck {
+    fn drop(&mut self) {
+        self.stop();
+    }
 }
 
 impl PageCheck {
@@ -45,6 +55,7 @@ impl PageCheck {
         PageCheck {
             verdict: Arc::new(OnceLock::from(verdict)),
             cancel: Arc::new(AtomicBool::new(false)),
+            hurry: Arc::new(AtomicBool::new(false)),
             running: Mutex::new(None),
         }
     }
@@ -53,22 +64,28 @@ impl PageCheck {
     pub(super) fn start(conn: Connection, label: String) -> std::io::Result<Self> {
         let verdict = Arc::new(OnceLock::new());
         let cancel = Arc::new(AtomicBool::new(false));
+        let hurry = Arc::new(AtomicBool::new(false));
         let interrupt = conn.get_interrupt_handle();
         let thread = std::thread::Builder::new()
             .name("pkb-page-check".to_owned())
             .spawn({
                 let verdict = Arc::clone(&verdict);
                 let cancel = Arc::clone(&cancel);
+                let hurry = Arc::clone(&hurry);
                 move || {
                     let start = Instant::now() + START_DELAY;
-                    while !cancel.load(Ordering::Relaxed) {
+                    while !cancel.load(Ordering::Relaxed) && !hurry.load(Ordering::Relaxed) {
                         let now = Instant::now();
                         if now >= start {
                             break;
                         }
                         std::thread::park_timeout(start - now);
                     }
-                    let found = check(&conn, &cancel);
+                    // A panic inside the check leaves the verdict open-ended otherwise.
+                    let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        check(&conn, &cancel)
+                    }))
+                    .unwrap_or(Verdict::Unfinished);
                     match &found {
                         Verdict::Sound => tracing::debug!(store = %label, "page check passed"),
                         Verdict::Damaged(reason) => {
@@ -82,6 +99,7 @@ impl PageCheck {
         Ok(PageCheck {
             verdict,
             cancel,
+            hurry,
             running: Mutex::new(Some((thread, interrupt))),
         })
     }
@@ -103,17 +121,16 @@ impl PageCheck {
     }
 
     fn join(&self, cancel: bool) {
-        let running = self
-            .running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some((thread, interrupt)) = running {
+        // Held until the thread has ended, so a second caller waits too.
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((thread, interrupt)) = running.take() {
             if cancel {
                 self.cancel.store(true, Ordering::Relaxed);
                 interrupt.interrupt();
-                thread.thread().unpark();
+            } else {
+                self.hurry.store(true, Ordering::Relaxed);
             }
+            thread.thread().unpark();
             let _ = thread.join();
         }
     }
@@ -158,6 +175,13 @@ fn damaged_pages(conn: &Connection, cancel: &AtomicBool) -> rusqlite::Result<Vec
         }
         let sql = format!("PRAGMA quick_check('{}')", name.replace('\'', "''"));
         let mut check = conn.prepare(&sql)?;
+        // An interrupt only stops a running statement: look again now that one is about to run.
+        if cancel.load(Ordering::Relaxed) {
+            return Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERRUPT),
+                None,
+            ));
+        }
         let found = check
             .query_map([], |r| r.get::<_, String>(0))?
             .collect::<Result<Vec<_>, _>>()?;

@@ -8,9 +8,14 @@
 //! - otherwise, when walking every word's doclist for `bm25()`'s IDF costs less than reading
 //!   the candidates' counts: FTS5 with the words' exact terms ORed (no prefix merge) and
 //!   `bm25()`;
-//! - otherwise (a word in a large share of the notes): FTS5 finds the candidates from the exact
-//!   terms, stopping after the window, and BM25 is computed here from the counts kept per note
-//!   and the vocabulary's IDF, with FTS5's formula.
+//! - otherwise (a word in a large share of the notes): candidates come newest first from the
+//!   rarest word's exact terms through FTS5, or from the tag index under a tag filter; each is
+//!   checked for every word and scored here from the counts kept per note and the
+//!   vocabulary's IDF, with FTS5's formula, until the window is full.
+//!
+//! The routes rank a prefix slightly differently (FTS5's prefix query gives it one IDF over
+//! the notes holding any of its terms; `bm25()` over exact terms gives each term its own;
+//! scoring here sums the terms' note counts), all BM25 with the same weights.
 //!
 //! A word FTS5 splits into several terms (`a—b`), or a prefix of more than [`MAX_EXPANSIONS`]
 //! terms, leaves the query to FTS5's prefix query.
@@ -53,8 +58,9 @@ SELECT note FROM note_tags WHERE tag IN (SELECT value FROM json_each(?1))
 GROUP BY note HAVING count(*) = ?2
 ORDER BY note DESC";
 
-/// Reading the counts of every note in a range costs about a fifth of looking one note up, so
-/// candidates spread over at most this many times their number are read as a range.
+/// Reading the counts of every note in a range costs a small share of looking one note up (see
+/// the costs above), so candidates spread over at most this many times their number are read as
+/// a range.
 const RANGE_READ_SPREAD: i64 = 4;
 
 /// One query word: the ids of the terms it starts, and how many notes hold one of them.
@@ -160,7 +166,10 @@ fn search_routed(
                 .prepare_cached(
                     "SELECT count(*) FROM (SELECT 1 FROM note_tags WHERE tag = ?1 LIMIT ?2)",
                 )?
-                .query_row(params![tag, notes / RANGE_READ_SPREAD], |r| r.get(0))?;
+                .query_row(
+                    params![tag, (notes + RANGE_READ_SPREAD - 1) / RANGE_READ_SPREAD],
+                    |r| r.get(0),
+                )?;
             candidates = conn.prepare_cached(TAGGED_SQL)?;
             (candidates.query([tag])?, dense_if(held))
         }

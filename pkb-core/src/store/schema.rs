@@ -232,11 +232,13 @@ fn describe_foreign(app_id: i32, tables: &[String]) -> String {
 /// half a schema, and seeding happens exactly once.
 pub(super) fn upgrade(conn: &Connection, from: i64, seed: bool) -> rusqlite::Result<()> {
     let start = usize::try_from(from).unwrap_or(0);
-    for migration in MIGRATIONS.iter().skip(start) {
+    for (version, migration) in MIGRATIONS.iter().enumerate().skip(start) {
         conn.execute_batch(migration)?;
-    }
-    if from == 1 {
-        super::terms::backfill(conn)?;
+        // Version 2's vocabulary starts empty; a store that already has notes fills it from
+        // them, right after the tables exist and before any later migration.
+        if version + 1 == 2 && from == 1 {
+            super::terms::backfill(conn)?;
+        }
     }
     if from == 0 {
         conn.pragma_update(None, "application_id", APPLICATION_ID)?;

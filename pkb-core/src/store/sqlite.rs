@@ -92,6 +92,11 @@ pub(super) struct SqliteBackend {
     /// Whether the writer may copy the WAL into the main file: only once the pages are known
     /// sound, so that a damaged file is never written to.
     checkpoints_on: AtomicBool,
+    /// Damage SQLite reported during a call; from then on every call is refused.
+    damage_seen: std::sync::OnceLock<String>,
+    /// Whether this process wrote: then closing waits for the page check, so the WAL can be
+    /// folded into the file, rather than cancelling it.
+    wrote: AtomicBool,
 }
 
 impl SqliteBackend {
@@ -135,9 +140,17 @@ impl SqliteBackend {
             schema::inspect(&tx, Depth::Full { file_len })
         };
         let state = accept(path, state)?;
+        // Only the WAL keeps writes out of the main file until the check has passed. A file in
+        // another journal mode is checked first: switching it to WAL rewrites its header.
+        let in_wal = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
+            .map_err(|e| open_error(Box::new(e)))?
+            .eq_ignore_ascii_case("wal");
         let pages = match state {
-            FileState::Pkb(SCHEMA_VERSION) if options.damage_check == DamageCheck::InBackground => {
-                let conn = open_reader(path).map_err(|e| open_error(Box::new(e)))?;
+            FileState::Pkb(SCHEMA_VERSION)
+                if in_wal && options.damage_check == DamageCheck::InBackground =>
+            {
+                let conn = open_page_checker(path).map_err(|e| open_error(Box::new(e)))?;
                 PageCheck::start(conn, path.display().to_string())
                     .map_err(|e| open_error(Box::new(e)))?
             }
@@ -154,8 +167,8 @@ impl SqliteBackend {
             _ => PageCheck::done(Verdict::Sound),
         };
 
-        // The file is ours or blank: from here on writing is fine. Switching to WAL writes
-        // the header, which is why it waits for the checks above.
+        // The file is ours or blank, and checked unless it is already in WAL mode: from here
+        // on writing is fine. Switching to WAL writes the header, which is why it waits.
         let mode = enable_wal(&conn).map_err(|e| open_error(Box::new(e)))?;
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!(path = %path.display(), %mode, "WAL unavailable; readers will wait for writers");
@@ -186,6 +199,8 @@ impl SqliteBackend {
             path: Some(path.to_owned()),
             pages,
             checkpoints_on: AtomicBool::new(false),
+            damage_seen: std::sync::OnceLock::new(),
+            wrote: AtomicBool::new(false),
         };
         backend
             .allow_checkpoints(&lock(&backend.writer))
@@ -212,6 +227,8 @@ impl SqliteBackend {
             path: None,
             pages: PageCheck::done(Verdict::Sound),
             checkpoints_on: AtomicBool::new(true),
+            damage_seen: std::sync::OnceLock::new(),
+            wrote: AtomicBool::new(false),
         })
     }
 
@@ -220,6 +237,7 @@ impl SqliteBackend {
     fn fail(&self, action: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
         move |e| match &self.path {
             Some(path) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
+                let _ = self.damage_seen.set(e.to_string());
                 StoreError::Corrupt {
                     path: path.clone(),
                     reason: e.to_string(),
@@ -235,12 +253,20 @@ impl SqliteBackend {
         }
     }
 
-    /// Refuses every call once the page check has found damage.
+    /// What is known to be damaged: by the page check, or by SQLite during a call.
+    fn damage(&self) -> Option<&str> {
+        match self.pages.verdict() {
+            Some(Verdict::Damaged(reason)) => Some(reason),
+            _ => self.damage_seen.get().map(String::as_str),
+        }
+    }
+
+    /// Refuses every call once damage is known.
     fn refuse_if_damaged(&self) -> Result<(), StoreError> {
-        match (self.pages.verdict(), &self.path) {
-            (Some(Verdict::Damaged(reason)), Some(path)) => Err(StoreError::Corrupt {
+        match (self.damage(), &self.path) {
+            (Some(reason), Some(path)) => Err(StoreError::Corrupt {
                 path: path.clone(),
-                reason: reason.clone(),
+                reason: reason.to_owned(),
             }),
             _ => Ok(()),
         }
@@ -279,6 +305,7 @@ impl SqliteBackend {
         f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
         self.refuse_if_damaged()?;
+        self.wrote.store(true, Ordering::Relaxed);
         let mut conn = lock(&self.writer);
         let run = |conn: &mut Connection| {
             self.allow_checkpoints(conn)?;
@@ -290,16 +317,14 @@ impl SqliteBackend {
         run(&mut conn).map_err(self.fail(action))
     }
 
-    /// Lets the writer copy the WAL into the main file, after the page check has passed (or
-    /// could not finish, which finds nothing wrong); until then it only appends to the WAL.
+    /// Lets the writer copy the WAL into the main file once the page check has passed; until
+    /// then, and for good once damage is known, it only appends to the WAL.
     fn allow_checkpoints(&self, writer: &Connection) -> rusqlite::Result<()> {
         if self.checkpoints_on.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let allowed = matches!(
-            self.pages.verdict(),
-            Some(Verdict::Sound | Verdict::Unfinished)
-        );
+        let allowed =
+            self.pages.verdict() == Some(&Verdict::Sound) && self.damage_seen.get().is_none();
         let pages = if allowed { WAL_AUTOCHECKPOINT_PAGES } else { 0 };
         writer.pragma_update(None, "wal_autocheckpoint", pages)?;
         writer.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, !allowed)?;
@@ -311,8 +336,13 @@ impl SqliteBackend {
 impl Drop for SqliteBackend {
     fn drop(&mut self) {
         // The check's connection closes first, and a check that passed lets the writer,
-        // closing last, fold the WAL into the file.
-        self.pages.stop();
+        // closing last, fold the WAL into the file. After writes, the check is worth waiting
+        // for: without it, a run of short sessions would grow the WAL without end.
+        if self.wrote.load(Ordering::Relaxed) {
+            self.pages.wait();
+        } else {
+            self.pages.stop();
+        }
         let _ = self.allow_checkpoints(&lock(&self.writer));
     }
 }
@@ -377,6 +407,13 @@ fn configure_writer(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     keep_temp_tables_in_memory(conn)
+}
+
+/// A read-only connection for the page check, which writes nothing, not even TEMP tables.
+fn open_page_checker(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = open_reader(path)?;
+    conn.pragma_update(None, "query_only", true)?;
+    Ok(conn)
 }
 
 /// The TEMP tables that tokenize text (see [`terms`]) live in memory, never in a file. Set
@@ -509,8 +546,8 @@ fn sql_limit(limit: usize) -> i64 {
     i64::try_from(limit.min(MAX_LIMIT)).unwrap_or(0)
 }
 
-/// Search ranked by FTS5's `bm25()` over its own prefix queries: for the queries
-/// [`ranked::search`] leaves alone. `expr` is the MATCH expression of the query.
+/// Search ranked by FTS5's `bm25()` over the MATCH expression `expr`: the query's own prefix
+/// phrases, or the exact terms [`ranked::search`] expanded them to.
 pub(super) fn fts5_search(
     conn: &Connection,
     expr: &str,
