@@ -549,3 +549,24 @@ fn a_short_session_that_writes_folds_its_wal_on_close() {
     let store = open_checked(&path).unwrap();
     assert!(block_on(store.get("quick")).unwrap().is_some());
 }
+
+#[test]
+fn verify_reports_a_search_vocabulary_out_of_step_with_the_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 5);
+    {
+        // What an older build still writing to the file after the migration would leave.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute(
+            "DELETE FROM note_terms WHERE note = (SELECT max(note) FROM note_terms)",
+            [],
+        )
+        .unwrap();
+    }
+    let store = open_checked(&path).unwrap();
+    let err = block_on(store.verify()).expect_err("the gap is found");
+    assert!(
+        err.to_string().contains("search vocabulary out of step"),
+        "{err}"
+    );
+}

@@ -857,6 +857,20 @@ impl NoteBackend for SqliteBackend {
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })?;
         let mut problems: Vec<String> = problems.into_iter().filter(|p| p != "ok").collect();
+        // The search vocabulary must cover every note once, as its statistics say.
+        let (notes, indexed, counted): (i64, i64, i64) = self.read("check the store", |conn| {
+            conn.query_row(
+                "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM note_terms),
+                        (SELECT notes FROM search_stats WHERE id = 1)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+        })?;
+        if notes != indexed || notes != counted {
+            problems.push(format!(
+                "search vocabulary out of step: {notes} notes, {indexed} with term counts, {counted} counted"
+            ));
+        }
         // FTS5 compares its index with the notes table; it is an INSERT, so it needs the
         // writer, and it changes nothing.
         let fts = self.write("check the search index", |tx| {
