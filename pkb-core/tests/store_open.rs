@@ -138,9 +138,7 @@ fn refuses_a_truncated_store() {
     let path = pkb_file(dir.path(), 300);
     let len = fs::metadata(&path).unwrap().len();
     assert!(len > 100_000, "store is big enough to cut: {len}");
-    let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
-    file.set_len(len / 2).unwrap();
-    drop(file);
+    cut_to(&path, len / 2);
     let err = refused(&path, true);
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
     assert!(err.to_string().contains("is damaged"), "{err}");
@@ -154,9 +152,7 @@ fn a_store_cut_short_is_refused_by_the_quick_checks_at_open() {
     for cut in [len / 2, len - 2 * 4096, len - 1000] {
         let copy = dir.path().join(format!("cut-{cut}.db"));
         fs::copy(&path, &copy).unwrap();
-        let file = fs::OpenOptions::new().write(true).open(&copy).unwrap();
-        file.set_len(cut).unwrap();
-        drop(file);
+        cut_to(&copy, cut);
         let before = sha256(&copy);
         let err = Store::open(&copy, true).expect_err("a store cut short is refused at open");
         assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
@@ -169,9 +165,7 @@ fn refuses_a_store_cut_mid_page() {
     let dir = tempfile::tempdir().unwrap();
     let path = pkb_file(dir.path(), 300);
     let len = fs::metadata(&path).unwrap().len();
-    let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
-    file.set_len(len - 1000).unwrap();
-    drop(file);
+    cut_to(&path, len - 1000);
     let err = refused(&path, true);
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
 }
@@ -181,9 +175,7 @@ fn refuses_a_store_missing_its_last_pages() {
     let dir = tempfile::tempdir().unwrap();
     let path = pkb_file(dir.path(), 300);
     let len = fs::metadata(&path).unwrap().len();
-    let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
-    file.set_len(len - 2 * 4096).unwrap();
-    drop(file);
+    cut_to(&path, len - 2 * 4096);
     let err = refused(&path, true);
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
 }
@@ -195,6 +187,12 @@ fn refuses_a_store_with_a_damaged_page() {
     damage_a_middle_page(&path);
     let err = refused(&path, true);
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+}
+
+/// Truncates the file at `path` to `len` bytes.
+fn cut_to(path: &Path, len: u64) {
+    let file = fs::OpenOptions::new().write(true).open(path).unwrap();
+    file.set_len(len).unwrap();
 }
 
 /// Overwrites a page in the middle, away from the header, with a repeating pattern.
