@@ -81,16 +81,29 @@ fn open_store(cli: &Cli) -> Result<Store, String> {
 }
 
 async fn serve(registry: Arc<Registry>, store: Store, sampling_timeout: Duration) -> ExitCode {
+    // Listen before the first byte is read: a signal that arrives while the client is still
+    // initializing must stop the server cleanly, not kill it with the default action.
+    let shutdown = match ShutdownSignal::listen() {
+        Ok(shutdown) => shutdown,
+        Err(error) => return fail(&format!("cannot listen for signals: {error}")),
+    };
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
     let transport = LineTransport::new(stdin, stdout);
     let server = PkbServer::new(registry, store).with_sampling_timeout(sampling_timeout);
-    let service = match server.serve(transport).await {
-        Ok(service) => service,
-        Err(error) => return fail(&format!("the client did not initialize: {error}")),
+    let mut shutdown = Box::pin(shutdown.received());
+    let service = tokio::select! {
+        served = server.serve(transport) => match served {
+            Ok(service) => service,
+            Err(error) => return fail(&format!("the client did not initialize: {error}")),
+        },
+        () = &mut shutdown => {
+            tracing::info!("signal received before the client initialized, shutting down");
+            return ExitCode::SUCCESS;
+        }
     };
     let cancel = service.cancellation_token();
     tokio::spawn(async move {
-        shutdown_signal().await;
+        shutdown.await;
         tracing::info!("signal received, shutting down");
         cancel.cancel();
     });
@@ -103,24 +116,43 @@ async fn serve(registry: Arc<Registry>, store: Store, sampling_timeout: Duration
     }
 }
 
-/// SIGTERM or SIGINT. Every acknowledged write is already committed, so stopping between
-/// requests loses nothing.
-async fn shutdown_signal() {
+/// SIGTERM or SIGINT, registered when made. Every acknowledged write is already committed,
+/// so stopping between requests loses nothing.
+struct ShutdownSignal {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = match signal(SignalKind::terminate()) {
-            Ok(term) => term,
-            Err(_) => return std::future::pending().await,
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignal {
+    fn listen() -> std::io::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Self {
+                terminate: signal(SignalKind::terminate())?,
+                interrupt: signal(SignalKind::interrupt())?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Self {})
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+
+    async fn received(mut self) {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.terminate.recv() => {}
+                _ = self.interrupt.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
