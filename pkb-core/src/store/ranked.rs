@@ -2,16 +2,18 @@
 //!
 //! Each query word is folded by FTS5's own tokenizer and looked up in [`super::terms`]'s
 //! vocabulary: the terms it starts and how many notes hold each. From those counts the
-//! planner picks the cheapest of three ways to rank the newest [`RANK_WINDOW`] matches:
+//! planner ([`route`]) picks the cheapest of four ways to rank the newest [`RANK_WINDOW`]
+//! matches:
 //!
 //! - every word is rare: FTS5's own prefix query and `bm25()`, whose doclist walks are short;
-//! - otherwise, when walking every word's doclist for `bm25()`'s IDF costs less than reading
-//!   the candidates' counts: FTS5 with the words' exact terms ORed (no prefix merge) and
-//!   `bm25()`;
-//! - otherwise (a word in a large share of the notes): candidates come newest first from the
-//!   rarest word's exact terms through FTS5, or from the tag index under a tag filter; each is
-//!   checked for every word and scored here from the counts kept per note and the
-//!   vocabulary's IDF, with FTS5's formula, until the window is full.
+//! - FTS5 with the words' exact terms ORed (no prefix merge) and `bm25()`, when walking every
+//!   word's doclist for the IDF costs less than the alternatives;
+//! - candidates newest first from the rarest word's exact terms through FTS5, or from the tag
+//!   index under a tag filter, each checked for every word and scored here from the counts
+//!   kept per note and the vocabulary's IDF, with FTS5's formula, until the window is full;
+//! - the scan: when the matches are a large share of the notes, every note's counts read
+//!   newest first and scored here, with no FTS5 at all. If the matches turn out sparser than
+//!   the counts predicted, the rest of the window comes from the rarest word's candidates.
 //!
 //! The routes rank a prefix slightly differently (FTS5's prefix query gives it one IDF over
 //! the notes holding any of its terms; `bm25()` over exact terms gives each term its own;
@@ -33,21 +35,26 @@ pub(super) const MAX_EXPANSIONS: usize = 256;
 /// is left to FTS5's prefix query, which is then cheap and ranks exactly as FTS5 does.
 pub(super) const FTS5_RANKS_UP_TO: i64 = 5_000;
 
-/// Measured costs on the benchmark machine, in nanoseconds, that the planner weighs: one
-/// doclist entry walked by `bm25()`'s IDF pass; one candidate scored by `bm25()`; one
-/// candidate's counts read where the candidates are dense (a range read) or sparse (a lookup).
-const NS_PER_DOCLIST_ENTRY: f64 = 80.0;
-const NS_PER_BM25_ROW: f64 = 1_000.0;
-const NS_PER_DENSE_READ: f64 = 500.0;
-const NS_PER_SPARSE_READ: f64 = 9_000.0;
+/// Costs the planner weighs (see [`route`]), in nanoseconds: fitted to each route's time over
+/// the store benchmark's queries at 100,000 notes, each query forced down every route.
+const NS_PER_TERM_OPENED: f64 = 13_000.0;
+const NS_PER_ROW_PER_TERM: f64 = 80.0;
+const NS_PER_DOCLIST_ENTRY: f64 = 70.0;
+const NS_PER_BM25_ROW: f64 = 1_650.0;
+const NS_PER_DENSE_READ: f64 = 1_700.0;
+const NS_PER_SPARSE_READ: f64 = 6_000.0;
+const NS_PER_NOTE_SCANNED: f64 = 600.0;
 
 /// BM25's term-frequency saturation and length normalisation, as FTS5's `bm25()` has them.
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
-/// The notes holding a term of one word (`?1`), newest first.
+/// The notes matching `?1` older than note `?2`, newest first.
 const CANDIDATES_SQL: &str =
-    "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?1 ORDER BY rowid DESC";
+    "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?1 AND rowid < ?2 ORDER BY rowid DESC";
+
+/// Every note's counts, newest first.
+const SCAN_SQL: &str = "SELECT note, terms FROM note_terms ORDER BY note DESC";
 
 /// The notes carrying tag `?1`, newest first.
 const TAGGED_SQL: &str = "SELECT note FROM note_tags WHERE tag = ?1 ORDER BY note DESC";
@@ -92,12 +99,16 @@ pub(super) fn search(
     search_routed(conn, query, tags, tags_json, limit, None)
 }
 
-/// The three ways of ranking a query; see the module's description.
+/// The ways of ranking a query; see the module's description.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Route {
     Fts5Prefixes,
     Fts5Terms,
+    /// Candidates from FTS5 (all words ANDed) or from the tag index, scored here.
     Here,
+    /// Every note's counts read newest first and scored here; after this many notes without
+    /// filling the window, the rest as [`Route::Here`].
+    Scan(i64),
 }
 
 /// [`search`], taking `forced` instead of the planner's choice where the query allows it.
@@ -138,28 +149,48 @@ fn search_routed(
     let (notes, tokens): (i64, i64) = conn
         .prepare_cached("SELECT notes, tokens FROM search_stats WHERE id = 1")?
         .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    match forced.unwrap_or_else(|| route(&words, notes)) {
+    let mut chosen = forced.unwrap_or_else(|| route(&words, notes));
+    if !tags.is_empty() && matches!(chosen, Route::Scan(_)) {
+        // The scan does not know tags; the tag index is the better source anyway.
+        chosen = Route::Here;
+    }
+    tracing::trace!(query, ?chosen, "search route");
+    let scan_budget = match chosen {
         Route::Fts5Prefixes => return Ok(Plan::Fts5Prefixes),
         Route::Fts5Terms => return Ok(Plan::Fts5Terms(matches.join(" AND "))),
-        Route::Here => {}
+        Route::Here => 0,
+        Route::Scan(budget) => budget,
+    };
+
+    let window = usize::try_from(RANK_WINDOW).unwrap_or(usize::MAX);
+    let mut ranking = Ranking {
+        scorer: Scorer::new(&words, notes, tokens),
+        scored: Vec::new(),
+        window,
+    };
+    // Notes at or above this one have been looked at.
+    let mut below = i64::MAX;
+    if scan_budget > 0 {
+        match scan_newest(conn, scan_budget, &mut ranking)? {
+            Some(oldest) => below = oldest,
+            None => return ranking.hits(conn, limit),
+        }
     }
 
-    // Candidates come newest first from the rarest word's terms through FTS5, or, with tags,
-    // from the tag index: a tag filter is usually far more selective than a word common
-    // enough to take this route. Every word is then checked in the candidate's counts, which
-    // scoring reads anyway; left to FTS5, an AND would seek every term of every other word at
-    // each candidate.
-    let scorer = Scorer::new(&words, notes, tokens);
+    // Candidates come newest first from the rarest word's exact terms through FTS5, or, with
+    // tags, from the tag index: a tag filter is usually far more selective than a word common
+    // enough to take this route. Each is checked for every word in its counts, which scoring
+    // reads anyway; left to FTS5, an AND would seek every term of every other word at each
+    // candidate.
     let rarest = (0..words.len())
         .min_by_key(|&i| words[i].notes)
         .unwrap_or(0);
-    let dense_if = |held: i64| held.saturating_mul(RANGE_READ_SPREAD) >= notes;
     let mut candidates;
-    let (mut rows, dense) = match tags {
+    let (mut rows, held) = match tags {
         [] => {
             candidates = conn.prepare_cached(CANDIDATES_SQL)?;
-            let dense = dense_if(words[rarest].notes);
-            (candidates.query(params![matches[rarest]])?, dense)
+            let rows = candidates.query(params![matches[rarest], below])?;
+            (rows, words[rarest].notes as f64)
         }
         [tag] => {
             let held: i64 = conn
@@ -171,68 +202,208 @@ fn search_routed(
                     |r| r.get(0),
                 )?;
             candidates = conn.prepare_cached(TAGGED_SQL)?;
-            (candidates.query([tag])?, dense_if(held))
+            (candidates.query([tag])?, held as f64)
         }
         _ => {
             let wanted = i64::try_from(tags.len()).unwrap_or(i64::MAX);
             candidates = conn.prepare_cached(ALL_TAGGED_SQL)?;
-            (candidates.query(params![tags_json, wanted])?, false)
+            (candidates.query(params![tags_json, wanted])?, 0.0)
         }
     };
-    let mut counts = NoteCounts::new(conn, dense)?;
-    let window = usize::try_from(RANK_WINDOW).unwrap_or(usize::MAX);
-    let mut scored = Vec::new();
-    while let Some(row) = rows.next()? {
-        let seq: i64 = row.get(0)?;
-        if let Some(score) = counts.read(seq)?.and_then(|blob| scorer.score(blob)) {
-            scored.push((score, seq));
-            if scored.len() == window {
-                break;
+    let mut counts = NoteCounts::new(conn, dense(held, notes))?;
+    if counts.reads_ranges() {
+        while let Some(row) = rows.next()? {
+            let seq: i64 = row.get(0)?;
+            if let Some(blob) = counts.read(seq)? {
+                ranking.offer(seq, blob);
+                if ranking.full() {
+                    break;
+                }
             }
         }
+    } else {
+        // The share of candidates expected to hold every word.
+        let matching = expected_matches(&words, notes)
+            / if tags.is_empty() {
+                words[rarest].notes
+            } else {
+                notes
+            }
+            .max(1) as f64;
+        look_up_in_batches(&mut rows, &mut counts, &mut ranking, matching)?;
     }
     drop(rows);
-
-    // Best first; ties go to the newer note, as with FTS5's ranking.
-    scored.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-    scored.truncate(limit);
-    let mut note = conn.prepare_cached("SELECT id, title, tags FROM notes WHERE seq = ?1")?;
-    let mut hits = Vec::with_capacity(scored.len());
-    for (score, seq) in scored {
-        hits.push(note.query_row([seq], |r| {
-            Ok(SearchHit {
-                id: r.get(0)?,
-                title: r.get(1)?,
-                tags: super::sqlite::tags_from_json(r, 2)?,
-                score,
-            })
-        })?);
-    }
-    Ok(Plan::Ranked(hits))
+    ranking.hits(conn, limit)
 }
 
-/// The cheapest route for `words` in a store of `notes` notes.
+/// Scores notes newest first from their counts until the window is full, or `budget` notes
+/// have been read: `None` when the scan is done, or the oldest note it read.
+fn scan_newest(
+    conn: &Connection,
+    budget: i64,
+    ranking: &mut Ranking,
+) -> rusqlite::Result<Option<i64>> {
+    let mut scan = conn.prepare_cached(SCAN_SQL)?;
+    let mut rows = scan.query([])?;
+    let mut oldest = i64::MAX;
+    for _ in 0..budget {
+        let Some(row) = rows.next()? else {
+            return Ok(None);
+        };
+        oldest = row.get(0)?;
+        let blob = match row.get_ref(1)? {
+            rusqlite::types::ValueRef::Blob(blob) => blob,
+            _ => &[],
+        };
+        ranking.offer(oldest, blob);
+        if ranking.full() {
+            return Ok(None);
+        }
+    }
+    Ok(Some(oldest))
+}
+
+/// Scores sparse candidates (note numbers, newest first), looking them up a batch at a time in
+/// ascending order, where neighbouring lookups share pages. A batch is what the window still
+/// needs at `matching`, the share of candidates expected to match.
+fn look_up_in_batches(
+    candidates: &mut rusqlite::Rows<'_>,
+    counts: &mut NoteCounts<'_>,
+    ranking: &mut Ranking,
+    matching: f64,
+) -> rusqlite::Result<()> {
+    let mut batch = Vec::new();
+    loop {
+        let needed = ranking.window.saturating_sub(ranking.scored.len()) as f64;
+        let size = (needed / matching.clamp(1e-3, 1.0) * 1.1) as usize + 16;
+        batch.clear();
+        while batch.len() < size {
+            match candidates.next()? {
+                Some(row) => batch.push(row.get::<_, i64>(0)?),
+                None => break,
+            }
+        }
+        let exhausted = batch.len() < size;
+        batch.sort_unstable();
+        for &seq in &batch {
+            if let Some(blob) = counts.look_up(seq)? {
+                ranking.offer(seq, blob);
+            }
+        }
+        if ranking.full() || exhausted {
+            return Ok(());
+        }
+    }
+}
+
+/// The window's matches scored so far.
+struct Ranking {
+    scorer: Scorer,
+    /// `(score, note)`.
+    scored: Vec<(f64, i64)>,
+    window: usize,
+}
+
+impl Ranking {
+    /// Scores note `seq` from its counts if it matches.
+    fn offer(&mut self, seq: i64, blob: &[u8]) {
+        if let Some(score) = self.scorer.score(blob) {
+            self.scored.push((score, seq));
+        }
+    }
+
+    /// Whether the window holds as many matches as it ranks.
+    fn full(&self) -> bool {
+        self.scored.len() >= self.window
+    }
+
+    /// The best `limit` hits of the newest `window` matches, best first; ties go to the newer
+    /// note, as with FTS5's ranking.
+    fn hits(mut self, conn: &Connection, limit: usize) -> rusqlite::Result<Plan> {
+        // A batch looked up out of order may have overfilled the window.
+        if self.scored.len() > self.window {
+            self.scored
+                .sort_unstable_by_key(|&(_, seq)| std::cmp::Reverse(seq));
+            self.scored.truncate(self.window);
+        }
+        self.scored
+            .sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+        self.scored.truncate(limit);
+        let mut note = conn.prepare_cached("SELECT id, title, tags FROM notes WHERE seq = ?1")?;
+        let mut hits = Vec::with_capacity(self.scored.len());
+        for (score, seq) in self.scored {
+            hits.push(note.query_row([seq], |r| {
+                Ok(SearchHit {
+                    id: r.get(0)?,
+                    title: r.get(1)?,
+                    tags: super::sqlite::tags_from_json(r, 2)?,
+                    score,
+                })
+            })?);
+        }
+        Ok(Plan::Ranked(hits))
+    }
+}
+
+/// How many notes are expected to hold every word, taking the words as independent.
+fn expected_matches(words: &[Word], notes: i64) -> f64 {
+    let total = notes.max(1) as f64;
+    words
+        .iter()
+        .map(|w| (w.notes as f64 / total).min(1.0))
+        .product::<f64>()
+        * total
+}
+
+/// Whether `held` of `notes` notes lie close enough together for range reads.
+fn dense(held: f64, notes: i64) -> bool {
+    held * RANGE_READ_SPREAD as f64 >= notes as f64
+}
+
+/// The cheapest route for `words` in a store of `notes` notes, from the costs the routes are
+/// measured at. Words are taken as independent to estimate how many notes hold them all.
 ///
-/// `bm25()` walks the doclist of every term once for its IDF, then scores each candidate.
-/// Scoring here reads each candidate's counts: in one range read when the candidates are
-/// dense (the rarest word is in a quarter of the notes or more, so the window's matches lie
-/// close together), one lookup each otherwise.
+/// - `bm25()` opens every term in every index segment, walks its doclist once for its IDF,
+///   steps through the words' AND, and scores each match, reading its size.
+/// - Scoring here steps through the rarest word's terms until the window holds enough matches,
+///   reading each candidate's counts: a range read when the word is in a quarter of the notes
+///   or more, so that the window's candidates lie close together, a lookup otherwise.
+/// - The scan reads notes newest first until the window is full, with no FTS5 at all: as many
+///   notes as the window needs at the matches' share of all notes.
 fn route(words: &[Word], notes: i64) -> Route {
     if words.iter().all(|w| w.notes <= FTS5_RANKS_UP_TO) {
         return Route::Fts5Prefixes;
     }
+    let total = notes.max(1) as f64;
+    let window = RANK_WINDOW as f64;
+    let expected = expected_matches(words, notes);
+    let matched = expected.min(window);
+
+    let terms: usize = words.iter().map(|w| w.terms.len()).sum();
     let walked: i64 = words.iter().map(|w| w.notes).sum();
-    let rarest = words.iter().map(|w| w.notes).min().unwrap_or(0);
-    let candidates = rarest.min(RANK_WINDOW) as f64;
-    let bm25 = walked as f64 * NS_PER_DOCLIST_ENTRY + candidates * NS_PER_BM25_ROW;
-    let dense = rarest.saturating_mul(RANGE_READ_SPREAD) >= notes;
-    let here = candidates
-        * if dense {
-            NS_PER_DENSE_READ
-        } else {
-            NS_PER_SPARSE_READ
-        };
-    if bm25 < here {
+    let bm25 = terms as f64 * NS_PER_TERM_OPENED
+        + walked as f64 * NS_PER_DOCLIST_ENTRY
+        + matched * (terms as f64 * NS_PER_ROW_PER_TERM + NS_PER_BM25_ROW);
+
+    let rarest = words.iter().min_by_key(|w| w.notes).unwrap_or(&words[0]);
+    let share = (expected / rarest.notes.max(1) as f64).clamp(1e-6, 1.0);
+    let candidates = (window / share).min(rarest.notes as f64);
+    let read = if dense(rarest.notes as f64, notes) {
+        NS_PER_DENSE_READ
+    } else {
+        NS_PER_SPARSE_READ
+    };
+    let rarest_terms = rarest.terms.len() as f64;
+    let here = rarest_terms * NS_PER_TERM_OPENED
+        + candidates * (rarest_terms * NS_PER_ROW_PER_TERM + read);
+
+    let scanned = (window * total / expected.max(1.0)).min(total);
+    let scan = scanned * NS_PER_NOTE_SCANNED;
+
+    if scan < here.min(bm25) {
+        // Twice the notes expected, in case the words are less independent than taken.
+        Route::Scan((scanned * 2.0) as i64 + 256)
+    } else if bm25 < here {
         Route::Fts5Terms
     } else {
         Route::Here
@@ -247,6 +418,8 @@ struct NoteCounts<'conn> {
     range: Option<rusqlite::CachedStatement<'conn>>,
     chunk: Vec<(i64, Vec<u8>)>,
     at: usize,
+    /// The last note looked up alone.
+    one: Vec<u8>,
 }
 
 /// Notes read per range read.
@@ -266,20 +439,32 @@ impl<'conn> NoteCounts<'conn> {
             range,
             chunk: Vec::new(),
             at: 0,
+            one: Vec::new(),
         })
+    }
+
+    /// Whether candidates are read as ranges, newest first ([`NoteCounts::read`]).
+    fn reads_ranges(&self) -> bool {
+        self.range.is_some()
+    }
+
+    /// The counts of note `seq`, looked up alone.
+    fn look_up(&mut self, seq: i64) -> rusqlite::Result<Option<&[u8]>> {
+        let mut rows = self.lookup.query([seq])?;
+        let Some(row) = rows.next()? else {
+            return Ok(None);
+        };
+        self.one.clear();
+        if let rusqlite::types::ValueRef::Blob(blob) = row.get_ref(0)? {
+            self.one.extend_from_slice(blob);
+        }
+        Ok(Some(&self.one))
     }
 
     /// The counts of note `seq`, which is older than any asked for before.
     fn read(&mut self, seq: i64) -> rusqlite::Result<Option<&[u8]>> {
         let Some(range) = &mut self.range else {
-            let mut rows = self.lookup.query([seq])?;
-            return Ok(match rows.next()? {
-                Some(row) => {
-                    self.chunk = vec![(seq, row.get(0)?)];
-                    self.chunk.first().map(|(_, blob)| blob.as_slice())
-                }
-                None => None,
-            });
+            return self.look_up(seq);
         };
         while self.chunk.get(self.at).is_some_and(|(note, _)| *note > seq) {
             self.at += 1;
@@ -331,16 +516,21 @@ fn expand(conn: &Connection, prefix: &str) -> rusqlite::Result<Option<(Word, Vec
 /// FTS5's BM25 (`fts5_aux.c`), with the IDF of each word taken from the vocabulary instead of a
 /// walk over its doclist.
 struct Scorer {
-    /// `(term id, word)` for every term of every word, sorted, to merge with a note's terms.
+    /// `(term id, word)` for every term of every word, sorted.
     terms: Vec<(u32, usize)>,
+    /// One bit per term id, set for the terms in `terms`: most of a note's terms are not
+    /// wanted, and a bit test dismisses each at once.
+    wanted: Vec<u64>,
     idf: Vec<f64>,
     average_length: f64,
+    /// Each word's weighted count in the note being scored.
+    frequency: Vec<f64>,
 }
 
 impl Scorer {
     fn new(words: &[Word], notes: i64, tokens: i64) -> Scorer {
         let total = notes.max(1) as f64;
-        let idf = words
+        let idf: Vec<f64> = words
             .iter()
             .map(|w| {
                 // A prefix's notes are summed over its terms, which counts a note holding two
@@ -356,8 +546,15 @@ impl Scorer {
             .flat_map(|(i, w)| w.terms.iter().map(move |id| (*id, i)))
             .collect();
         terms.sort_unstable();
+        let highest = terms.last().map_or(0, |(id, _)| *id as usize);
+        let mut wanted = vec![0_u64; highest / 64 + 1];
+        for (id, _) in &terms {
+            wanted[*id as usize / 64] |= 1 << (id % 64);
+        }
         Scorer {
             terms,
+            wanted,
+            frequency: vec![0.0; idf.len()],
             idf,
             average_length: (tokens.max(1) as f64) / total,
         }
@@ -365,27 +562,27 @@ impl Scorer {
 
     /// The score of a note from its stored counts (see [`NoteTerms`]); `None` when a word has
     /// none of its terms in the note.
-    fn score(&self, blob: &[u8]) -> Option<f64> {
+    fn score(&mut self, blob: &[u8]) -> Option<f64> {
         let (length, terms) = NoteTerms::read(blob);
-        let mut frequency = vec![0.0_f64; self.idf.len()];
-        // Both lists are sorted by term id: one pass over each.
-        let mut wanted = self.terms.iter().peekable();
+        self.frequency.fill(0.0);
         for (id, count) in terms {
-            while wanted.next_if(|(w, _)| *w < id).is_some() {}
-            while let Some((_, word)) = wanted.next_if(|(w, _)| *w == id) {
-                frequency[*word] += f64::from(count);
+            let bits = self.wanted.get(id as usize / 64).copied().unwrap_or(0);
+            if bits & (1 << (id % 64)) == 0 {
+                continue;
             }
-            if wanted.peek().is_none() {
-                break;
+            // A term two words both start (`dep deploy`) counts for each.
+            let from = self.terms.partition_point(|(t, _)| *t < id);
+            for (_, word) in self.terms[from..].iter().take_while(|(t, _)| *t == id) {
+                self.frequency[*word] += f64::from(count);
             }
         }
-        if frequency.contains(&0.0) {
+        if self.frequency.contains(&0.0) {
             return None;
         }
         let length = f64::from(length);
         let norm = K1 * (1.0 - B + B * length / self.average_length);
         Some(
-            frequency
+            self.frequency
                 .iter()
                 .zip(&self.idf)
                 .map(|(f, idf)| idf * (f * (K1 + 1.0)) / (f + norm))
@@ -427,6 +624,16 @@ mod tests {
         "noted",
         "naïve",
         "naive",
+    ];
+
+    /// Every route a query can be forced to, the scan whole, handing over to FTS5's candidates
+    /// at once, and part way.
+    const ROUTES: [Route; 5] = [
+        Route::Here,
+        Route::Fts5Terms,
+        Route::Scan(i64::MAX),
+        Route::Scan(1),
+        Route::Scan(40),
     ];
 
     fn corpus() -> SqliteBackend {
@@ -520,7 +727,7 @@ mod tests {
                 vec!["t".to_owned()],
                 vec!["deploy".to_owned(), "grow".to_owned()],
             ] {
-                for route in [Route::Here, Route::Fts5Terms] {
+                for route in ROUTES {
                     let (got, want) = backend.read_for_tests(|conn| {
                         Ok((
                             routed(conn, &q, &tags, route)?,
@@ -541,10 +748,65 @@ mod tests {
     }
 
     #[test]
+    fn every_route_ranks_the_same_window_of_newest_matches() {
+        let backend = SqliteBackend::open_in_memory(false).unwrap();
+        let window = usize::try_from(RANK_WINDOW).unwrap();
+        // Five times the window, so that a word in two notes of nine fills the window while
+        // too sparse for range reads.
+        let drafts = (0..window * 5)
+            .map(|i| {
+                let mut body = vec!["common"];
+                if i % 9 < 2 {
+                    body.push("sparse");
+                }
+                if i % 2 == 0 {
+                    body.push("half");
+                }
+                if i % 3 == 0 {
+                    body.push("third");
+                }
+                body.push(if i % 5 == 0 { "deployment" } else { "deploy" });
+                NoteDraft {
+                    id: format!("n{i}"),
+                    title: format!("Note {}", i % 7),
+                    tags: Vec::new(),
+                    body: body.join(" "),
+                }
+            })
+            .collect();
+        backend.put_many(drafts, PutMode::CreateOnly).unwrap();
+        for q in [
+            "common",
+            "half",
+            "third",
+            "sparse",
+            "common third",
+            "half third",
+            "sparse half",
+            "dep",
+            "com hal",
+        ] {
+            for route in ROUTES {
+                let (got, want) = backend.read_for_tests(|conn| {
+                    Ok((
+                        routed(conn, q, &[], route)?.unwrap(),
+                        by_prefixes(conn, q, &[]),
+                    ))
+                });
+                let mut got: Vec<&str> = got.iter().map(|h| h.id.as_str()).collect();
+                let mut want: Vec<&str> = want.iter().map(|h| h.id.as_str()).collect();
+                got.sort_unstable();
+                want.sort_unstable();
+                assert_eq!(got, want, "query {q:?}, {route:?}");
+            }
+        }
+    }
+
+    #[test]
     fn a_word_of_one_term_scores_as_fts5_bm25_does_on_every_route() {
         let backend = corpus();
         for q in ["rare", "depth", "grocery", "alphabet deployment", "x100"] {
-            for route in [Route::Here, Route::Fts5Terms] {
+            for route in ROUTES {
                 let (got, want) = backend.read_for_tests(|conn| {
                     Ok((
                         routed(conn, q, &[], route)?.unwrap(),
@@ -572,17 +834,20 @@ mod tests {
         let n = 100_000;
         assert_eq!(route(&[word(300)], n), Route::Fts5Prefixes);
         assert_eq!(route(&[word(300), word(4_000)], n), Route::Fts5Prefixes);
-        assert_eq!(
-            route(&[word(90_000)], n),
-            Route::Here,
-            "dense: read as a range"
+        assert!(
+            matches!(route(&[word(90_000)], n), Route::Scan(budget) if budget > 2_000),
+            "in most notes: the newest notes hold the window"
         );
         assert_eq!(
             route(&[word(10_000)], n),
             Route::Fts5Terms,
-            "sparse: bm25 is cheaper"
+            "sparse: bm25 is cheaper than looking each up"
         );
-        assert_eq!(route(&[word(90_000), word(300)], n), Route::Here);
+        assert_eq!(
+            route(&[word(90_000), word(300)], n),
+            Route::Here,
+            "a common word beside a rare one: the AND's few matches, looked up"
+        );
     }
 
     #[test]
