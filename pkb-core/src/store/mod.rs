@@ -8,6 +8,7 @@
 
 mod page_check;
 mod query;
+mod rank_function;
 mod ranked;
 mod read_threads;
 mod schema;

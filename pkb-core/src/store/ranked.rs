@@ -6,18 +6,19 @@
 //! matches:
 //!
 //! - every word is rare: FTS5's own prefix query and `bm25()`, whose doclist walks are short;
-//! - FTS5 with the words' exact terms ORed (no prefix merge) and `bm25()`, when walking every
-//!   word's doclist for the IDF costs less than the alternatives;
+//! - FTS5 with the words' exact terms ORed (no prefix merge), scored by `pkb_rank`
+//!   ([`super::rank_function`]), which takes the IDFs from the vocabulary where `bm25()` would
+//!   walk every word's doclist to count its notes;
 //! - candidates newest first from the rarest word's exact terms through FTS5, or from the tag
 //!   index under a tag filter, each checked for every word and scored here from the counts
-//!   kept per note and the vocabulary's IDF, with FTS5's formula, until the window is full;
+//!   kept per note, until the window is full;
 //! - the scan: when the matches are a large share of the notes, every note's counts read
 //!   newest first and scored here, with no FTS5 at all. If the matches turn out sparser than
 //!   the counts predicted, the rest of the window comes from the rarest word's candidates.
 //!
-//! The routes rank a prefix slightly differently (FTS5's prefix query gives it one IDF over
-//! the notes holding any of its terms; `bm25()` over exact terms gives each term its own;
-//! scoring here sums the terms' note counts), all BM25 with the same weights.
+//! The last three score alike: FTS5's BM25 formula and weights, each word's IDF from the
+//! notes holding its terms (summed over a prefix's terms, where FTS5's prefix query counts
+//! the notes holding any of them once), and its weighted count summed over its terms.
 //!
 //! A word FTS5 splits into several terms (`a—b`), or a prefix of more than [`MAX_EXPANSIONS`]
 //! terms, leaves the query to FTS5's prefix query.
@@ -39,11 +40,11 @@ pub(super) const FTS5_RANKS_UP_TO: i64 = 5_000;
 /// the store benchmark's queries at 100,000 notes, each query forced down every route.
 const NS_PER_TERM_OPENED: f64 = 13_000.0;
 const NS_PER_ROW_PER_TERM: f64 = 80.0;
-const NS_PER_DOCLIST_ENTRY: f64 = 70.0;
-const NS_PER_BM25_ROW: f64 = 1_650.0;
+const NS_PER_SEEK_PER_TERM: f64 = 700.0;
+const NS_PER_RANKED_ROW: f64 = 1_650.0;
 const NS_PER_DENSE_READ: f64 = 1_700.0;
 const NS_PER_SPARSE_READ: f64 = 6_000.0;
-const NS_PER_NOTE_SCANNED: f64 = 600.0;
+const NS_PER_NOTE_SCANNED: f64 = 850.0;
 
 /// BM25's term-frequency saturation and length normalisation, as FTS5's `bm25()` has them.
 const K1: f64 = 1.2;
@@ -81,10 +82,24 @@ struct Word {
 pub(super) enum Plan {
     /// Ranked here; the hits.
     Ranked(Vec<SearchHit>),
-    /// By FTS5 and `bm25()` over this MATCH expression of exact terms.
-    Fts5Terms(String),
+    /// By FTS5 over a MATCH expression of exact terms, scored by `pkb_rank` with the
+    /// vocabulary's IDFs.
+    Fts5Terms(Fts5Terms),
     /// By FTS5 and `bm25()` over its own prefix query.
     Fts5Prefixes,
+}
+
+/// An FTS5 query of the words' exact terms, and what `pkb_rank` ([`super::rank_function`])
+/// needs to score its matches as [`Scorer`] does.
+#[derive(Debug, PartialEq)]
+pub(super) struct Fts5Terms {
+    /// Each word's terms ORed, the words ANDed.
+    pub(super) expr: String,
+    /// The word of each phrase of `expr`, one byte each.
+    pub(super) words: Vec<u8>,
+    /// Each word's IDF, as little-endian `f64`s.
+    pub(super) idfs: Vec<u8>,
+    pub(super) average_length: f64,
 }
 
 /// Searches as [`super::NoteBackend::search`] does, or says which FTS5 query to run instead.
@@ -146,6 +161,10 @@ fn search_routed(
     if words.is_empty() || limit == 0 {
         return Ok(Plan::Ranked(Vec::new()));
     }
+    if words.len() > usize::from(u8::MAX) {
+        // More words than `pkb_rank` numbers; FTS5 ranks them alone.
+        return Ok(Plan::Fts5Prefixes);
+    }
     let (notes, tokens): (i64, i64) = conn
         .prepare_cached("SELECT notes, tokens FROM search_stats WHERE id = 1")?
         .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -157,7 +176,21 @@ fn search_routed(
     tracing::trace!(query, ?chosen, "search route");
     let scan_budget = match chosen {
         Route::Fts5Prefixes => return Ok(Plan::Fts5Prefixes),
-        Route::Fts5Terms => return Ok(Plan::Fts5Terms(matches.join(" AND "))),
+        Route::Fts5Terms => {
+            return Ok(Plan::Fts5Terms(Fts5Terms {
+                expr: matches.join(" AND "),
+                words: words
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, w)| std::iter::repeat_n(i as u8, w.terms.len()))
+                    .collect(),
+                idfs: idfs(&words, notes)
+                    .iter()
+                    .flat_map(|idf| idf.to_le_bytes())
+                    .collect(),
+                average_length: average_length(notes, tokens),
+            }));
+        }
         Route::Here => 0,
         Route::Scan(budget) => budget,
     };
@@ -363,11 +396,11 @@ fn dense(held: f64, notes: i64) -> bool {
 /// The cheapest route for `words` in a store of `notes` notes, from the costs the routes are
 /// measured at. Words are taken as independent to estimate how many notes hold them all.
 ///
-/// - `bm25()` opens every term in every index segment, walks its doclist once for its IDF,
-///   steps through the words' AND, and scores each match, reading its size.
-/// - Scoring here steps through the rarest word's terms until the window holds enough matches,
-///   reading each candidate's counts: a range read when the word is in a quarter of the notes
-///   or more, so that the window's candidates lie close together, a lookup otherwise.
+/// - FTS5 steps through the rarest word's terms until the window holds enough matches,
+///   seeking every other word's terms at each, and `pkb_rank` scores each match.
+/// - Scoring here steps through the rarest word's terms the same way but reads each
+///   candidate's counts instead of seeking: a range read when the word is in a quarter of the
+///   notes or more, so that the window's candidates lie close together, a lookup otherwise.
 /// - The scan reads notes newest first until the window is full, with no FTS5 at all: as many
 ///   notes as the window needs at the matches' share of all notes.
 fn route(words: &[Word], notes: i64) -> Route {
@@ -377,33 +410,29 @@ fn route(words: &[Word], notes: i64) -> Route {
     let total = notes.max(1) as f64;
     let window = RANK_WINDOW as f64;
     let expected = expected_matches(words, notes);
-    let matched = expected.min(window);
-
-    let terms: usize = words.iter().map(|w| w.terms.len()).sum();
-    let walked: i64 = words.iter().map(|w| w.notes).sum();
-    let bm25 = terms as f64 * NS_PER_TERM_OPENED
-        + walked as f64 * NS_PER_DOCLIST_ENTRY
-        + matched * (terms as f64 * NS_PER_ROW_PER_TERM + NS_PER_BM25_ROW);
-
     let rarest = words.iter().min_by_key(|w| w.notes).unwrap_or(&words[0]);
     let share = (expected / rarest.notes.max(1) as f64).clamp(1e-6, 1.0);
     let candidates = (window / share).min(rarest.notes as f64);
+    let rarest_terms = rarest.terms.len() as f64;
+    let other_terms = words.iter().map(|w| w.terms.len()).sum::<usize>() as f64 - rarest_terms;
+    let stepped = rarest_terms * (NS_PER_TERM_OPENED + candidates * NS_PER_ROW_PER_TERM);
+
+    let fts5 = stepped
+        + other_terms * (NS_PER_TERM_OPENED + candidates * NS_PER_SEEK_PER_TERM)
+        + expected.min(window) * NS_PER_RANKED_ROW;
     let read = if dense(rarest.notes as f64, notes) {
         NS_PER_DENSE_READ
     } else {
         NS_PER_SPARSE_READ
     };
-    let rarest_terms = rarest.terms.len() as f64;
-    let here = rarest_terms * NS_PER_TERM_OPENED
-        + candidates * (rarest_terms * NS_PER_ROW_PER_TERM + read);
-
+    let here = stepped + candidates * read;
     let scanned = (window * total / expected.max(1.0)).min(total);
     let scan = scanned * NS_PER_NOTE_SCANNED;
 
-    if scan < here.min(bm25) {
+    if scan < here.min(fts5) {
         // Twice the notes expected, in case the words are less independent than taken.
         Route::Scan((scanned * 2.0) as i64 + 256)
-    } else if bm25 < here {
+    } else if fts5 < here {
         Route::Fts5Terms
     } else {
         Route::Here
@@ -529,17 +558,7 @@ struct Scorer {
 
 impl Scorer {
     fn new(words: &[Word], notes: i64, tokens: i64) -> Scorer {
-        let total = notes.max(1) as f64;
-        let idf: Vec<f64> = words
-            .iter()
-            .map(|w| {
-                // A prefix's notes are summed over its terms, which counts a note holding two
-                // of them twice; FTS5 counts the union. Capped at the number of notes.
-                let holding = w.notes.min(notes).max(0) as f64;
-                let idf = ((total - holding + 0.5) / (holding + 0.5)).ln();
-                if idf <= 0.0 { 1e-6 } else { idf }
-            })
-            .collect();
+        let idf = idfs(words, notes);
         let mut terms: Vec<(u32, usize)> = words
             .iter()
             .enumerate()
@@ -556,7 +575,7 @@ impl Scorer {
             wanted,
             frequency: vec![0.0; idf.len()],
             idf,
-            average_length: (tokens.max(1) as f64) / total,
+            average_length: average_length(notes, tokens),
         }
     }
 
@@ -579,16 +598,44 @@ impl Scorer {
         if self.frequency.contains(&0.0) {
             return None;
         }
-        let length = f64::from(length);
-        let norm = K1 * (1.0 - B + B * length / self.average_length);
-        Some(
-            self.frequency
-                .iter()
-                .zip(&self.idf)
-                .map(|(f, idf)| idf * (f * (K1 + 1.0)) / (f + norm))
-                .sum(),
-        )
+        Some(bm25(
+            &self.frequency,
+            &self.idf,
+            f64::from(length),
+            self.average_length,
+        ))
     }
+}
+
+/// Each word's IDF as FTS5's `bm25()` computes it, from the notes holding the word.
+fn idfs(words: &[Word], notes: i64) -> Vec<f64> {
+    let total = notes.max(1) as f64;
+    words
+        .iter()
+        .map(|w| {
+            // A prefix's notes are summed over its terms, which counts a note holding two of
+            // them twice; FTS5 counts the union. Capped at the number of notes.
+            let holding = w.notes.min(notes).max(0) as f64;
+            let idf = ((total - holding + 0.5) / (holding + 0.5)).ln();
+            if idf <= 0.0 { 1e-6 } else { idf }
+        })
+        .collect()
+}
+
+/// Tokens per note.
+fn average_length(notes: i64, tokens: i64) -> f64 {
+    (tokens.max(1) as f64) / (notes.max(1) as f64)
+}
+
+/// FTS5's BM25 (`fts5_aux.c`) of a note of `length` tokens, from each word's weighted
+/// `frequency` in it and its `idf`.
+pub(super) fn bm25(frequency: &[f64], idf: &[f64], length: f64, average_length: f64) -> f64 {
+    let norm = K1 * (1.0 - B + B * length / average_length);
+    frequency
+        .iter()
+        .zip(idf)
+        .map(|(f, idf)| idf * (f * (K1 + 1.0)) / (f + norm))
+        .sum()
 }
 
 #[cfg(test)]
@@ -705,7 +752,14 @@ mod tests {
         Ok(
             match search_routed(conn, q, tags, &wanted, 1000, Some(route))? {
                 Plan::Ranked(hits) => Some(hits),
-                Plan::Fts5Terms(expr) => Some(fts5_search(conn, &expr, tags, &wanted, 1000)?),
+                Plan::Fts5Terms(terms) => Some(fts5_search(
+                    conn,
+                    &terms.expr,
+                    Some(&terms),
+                    tags,
+                    &wanted,
+                    1000,
+                )?),
                 Plan::Fts5Prefixes => None,
             },
         )
@@ -714,7 +768,7 @@ mod tests {
     fn by_prefixes(conn: &Connection, q: &str, tags: &[String]) -> Vec<SearchHit> {
         let wanted = super::super::sqlite::tags_to_json(tags.iter().map(String::as_str));
         let expr = query::match_expression(q).unwrap();
-        fts5_search(conn, &expr, tags, &wanted, 1000).unwrap()
+        fts5_search(conn, &expr, None, tags, &wanted, 1000).unwrap()
     }
 
     #[test]
@@ -803,6 +857,43 @@ mod tests {
     }
 
     #[test]
+    fn every_vocabulary_route_gives_the_same_scores() {
+        let backend = corpus();
+        let mut compared = 0;
+        for q in queries() {
+            for tags in [vec![], vec!["t".to_owned()]] {
+                let scored = |route| {
+                    backend.read_for_tests(|conn| {
+                        let hits = routed(conn, &q, &tags, route)?;
+                        Ok(hits.map(|hits| {
+                            let mut hits: Vec<(String, f64)> =
+                                hits.into_iter().map(|h| (h.id, h.score)).collect();
+                            hits.sort_by(|a, b| a.0.cmp(&b.0));
+                            hits
+                        }))
+                    })
+                };
+                let Some(here) = scored(Route::Here) else {
+                    continue;
+                };
+                for route in ROUTES {
+                    let other = scored(route).expect("same words, same routes");
+                    assert_eq!(other.len(), here.len(), "{q:?} {tags:?} {route:?}");
+                    for (a, b) in other.iter().zip(&here) {
+                        assert_eq!(a.0, b.0, "{q:?} {tags:?} {route:?}");
+                        assert!(
+                            (a.1 - b.1).abs() < 1e-9 * b.1.abs().max(1.0),
+                            "{q:?} {tags:?} {route:?}: {a:?} vs {b:?}"
+                        );
+                    }
+                    compared += other.len();
+                }
+            }
+        }
+        assert!(compared > 1_000, "compared {compared} scores");
+    }
+
+    #[test]
     fn a_word_of_one_term_scores_as_fts5_bm25_does_on_every_route() {
         let backend = corpus();
         for q in ["rare", "depth", "grocery", "alphabet deployment", "x100"] {
@@ -827,10 +918,11 @@ mod tests {
 
     #[test]
     fn the_planner_leaves_rare_words_to_fts5_and_takes_common_ones() {
-        let word = |notes| Word {
-            terms: vec![1],
+        let prefix = |notes, terms: u32| Word {
+            terms: (0..terms).collect(),
             notes,
         };
+        let word = |notes| prefix(notes, 1);
         let n = 100_000;
         assert_eq!(route(&[word(300)], n), Route::Fts5Prefixes);
         assert_eq!(route(&[word(300), word(4_000)], n), Route::Fts5Prefixes);
@@ -841,12 +933,17 @@ mod tests {
         assert_eq!(
             route(&[word(10_000)], n),
             Route::Fts5Terms,
-            "sparse: bm25 is cheaper than looking each up"
+            "sparse: FTS5 steps through it, cheaper than looking each note up"
         );
         assert_eq!(
             route(&[word(90_000), word(300)], n),
+            Route::Fts5Terms,
+            "a common word beside a rare one: seeks at the rare one's few notes"
+        );
+        assert_eq!(
+            route(&[prefix(90_000, 60), word(300)], n),
             Route::Here,
-            "a common word beside a rare one: the AND's few matches, looked up"
+            "a common prefix beside a rare word: one lookup beats sixty seeks"
         );
     }
 

@@ -6,16 +6,17 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
 use rusqlite::types::Type;
 use rusqlite::{
-    Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior, params,
+    Connection, OpenFlags, OptionalExtension, Row, ToSql, Transaction, TransactionBehavior, params,
 };
 
 use super::page_check::{self, PageCheck, Verdict};
+use super::rank_function;
 use super::schema::{self, Depth, FileState, InspectError, SCHEMA_VERSION};
 use super::{
     DamageCheck, NoteBackend, NoteDraft, NoteSummary, PutMode, PutOutcome, SearchHit, StoreError,
@@ -39,46 +40,56 @@ const MAX_LIMIT: usize = 10_000;
 /// a microsecond per ranked row, so ranking 100,000 matches would take over 100 ms.
 pub(super) const RANK_WINDOW: i64 = 1_000;
 
-/// The `?2` best of the `?3` newest matches, scored by BM25 with title, tags and body weighted
-/// 10, 4 and 1; ties go to the newer note.
+/// The `?2` best of the `?3` newest matches of `?1`, scored by `score`; ties go to the newer
+/// note. With `tagged`, only notes carrying all `?5` tags of the JSON array `?4` count.
 ///
 /// Innermost, FTS5 walks its doclist newest first and stops after `?3` rows, so a word found in
 /// every note costs little more than a rarer one. In the middle, `ORDER BY score LIMIT` keeps
 /// only the best rows while scanning (`ORDER BY rank` would make FTS5 sort every match itself,
 /// 1.7 times slower). Only then does the join read `notes`, for the rows returned: joining
-/// before the limit read every windowed row and tripled the cost of a rare word.
-const SEARCH_SQL: &str = "
-SELECT n.id, n.title, n.tags, m.score
-FROM (
-    SELECT rowid, score FROM (
-        SELECT rowid, -bm25(notes_fts, 10.0, 4.0, 1.0) AS score FROM notes_fts
-        WHERE notes_fts MATCH ?1
-        ORDER BY rowid DESC LIMIT ?3
-    )
-    ORDER BY score DESC, rowid DESC LIMIT ?2
-) AS m
-JOIN notes AS n ON n.seq = m.rowid
-ORDER BY m.score DESC, m.rowid DESC";
-
-/// [`SEARCH_SQL`] over the notes that carry all `?5` tags of the JSON array `?4`. The `+`
-/// keeps `rowid IN` a filter on FTS5's rows rather than one FTS5 lookup per tagged note, and
-/// the window counts only notes that pass it.
-const SEARCH_TAGGED_SQL: &str = "
-SELECT n.id, n.title, n.tags, m.score
-FROM (
-    SELECT rowid, score FROM (
-        SELECT rowid, -bm25(notes_fts, 10.0, 4.0, 1.0) AS score FROM notes_fts
-        WHERE notes_fts MATCH ?1 AND +rowid IN (
+/// before the limit read every windowed row and tripled the cost of a rare word. The `+` keeps
+/// `rowid IN` a filter on FTS5's rows rather than one FTS5 lookup per tagged note, and the
+/// window counts only notes that pass it.
+fn search_sql(score: &str, tagged: bool) -> String {
+    let tag_filter = if tagged {
+        "AND +rowid IN (
             SELECT note FROM note_tags
             WHERE tag IN (SELECT value FROM json_each(?4))
             GROUP BY note HAVING count(*) = ?5
-        )
+        )"
+    } else {
+        ""
+    };
+    format!(
+        "
+SELECT n.id, n.title, n.tags, m.score
+FROM (
+    SELECT rowid, score FROM (
+        SELECT rowid, {score} AS score FROM notes_fts
+        WHERE notes_fts MATCH ?1 {tag_filter}
         ORDER BY rowid DESC LIMIT ?3
     )
     ORDER BY score DESC, rowid DESC LIMIT ?2
 ) AS m
 JOIN notes AS n ON n.seq = m.rowid
-ORDER BY m.score DESC, m.rowid DESC";
+ORDER BY m.score DESC, m.rowid DESC"
+    )
+}
+
+/// [`search_sql`] for each way of scoring, without and with tags.
+static SEARCH_SQL: LazyLock<[[String; 2]; 2]> = LazyLock::new(|| {
+    // BM25 with title, tags and body weighted as in `terms::WEIGHTS`, or `pkb_rank` with
+    // the vocabulary's IDFs in `?6` to `?8`.
+    let bm25 = "-bm25(notes_fts, 10.0, 4.0, 1.0)";
+    let vocabulary = format!("{}(notes_fts, ?6, ?7, ?8)", rank_function::NAME);
+    [
+        [search_sql(bm25, false), search_sql(bm25, true)],
+        [
+            search_sql(&vocabulary, false),
+            search_sql(&vocabulary, true),
+        ],
+    ]
+});
 
 pub(super) struct SqliteBackend {
     // Declared before `writer` so that readers close first and the writer, closing last,
@@ -215,7 +226,7 @@ impl SqliteBackend {
         };
         let mut conn = Connection::open_in_memory().map_err(fail)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        keep_temp_tables_in_memory(&conn).map_err(fail)?;
+        prepare_for_search(&conn).map_err(fail)?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(fail)?;
@@ -406,7 +417,7 @@ fn configure_writer(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "fullfsync", true)?;
     conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    keep_temp_tables_in_memory(conn)
+    prepare_for_search(conn)
 }
 
 /// A read-only connection for the page check, which writes nothing, not even TEMP tables.
@@ -422,6 +433,12 @@ fn keep_temp_tables_in_memory(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "temp_store", "MEMORY")
 }
 
+/// What a connection that searches needs: the TEMP tables in memory and `pkb_rank`.
+fn prepare_for_search(conn: &Connection) -> rusqlite::Result<()> {
+    keep_temp_tables_in_memory(conn)?;
+    rank_function::register(conn)
+}
+
 fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
@@ -430,7 +447,7 @@ fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     // Not `query_only`: a search writes query words into this connection's own TEMP table to
     // have FTS5 tokenize them. The store's files are only ever written by the writer.
-    keep_temp_tables_in_memory(&conn)?;
+    prepare_for_search(&conn)?;
     // The writer alone decides when the WAL may go into the main file; see `allow_checkpoints`.
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
@@ -546,11 +563,13 @@ fn sql_limit(limit: usize) -> i64 {
     i64::try_from(limit.min(MAX_LIMIT)).unwrap_or(0)
 }
 
-/// Search ranked by FTS5's `bm25()` over the MATCH expression `expr`: the query's own prefix
-/// phrases, or the exact terms [`ranked::search`] expanded them to.
+/// Search ranked over the MATCH expression `expr`: the query's own prefix phrases scored by
+/// FTS5's `bm25()`, or the exact terms [`ranked::search`] expanded them to, scored by
+/// `pkb_rank` with the vocabulary's IDFs.
 pub(super) fn fts5_search(
     conn: &Connection,
     expr: &str,
+    scoring: Option<&ranked::Fts5Terms>,
     tags: &[String],
     tags_json: &str,
     limit: usize,
@@ -563,19 +582,25 @@ pub(super) fn fts5_search(
             score: row.get(3)?,
         })
     };
-    if tags.is_empty() {
-        conn.prepare_cached(SEARCH_SQL)?
-            .query_map(params![expr, sql_limit(limit), RANK_WINDOW], hit)?
-            .collect()
-    } else {
-        let n = i64::try_from(tags.len()).unwrap_or(i64::MAX);
-        conn.prepare_cached(SEARCH_TAGGED_SQL)?
-            .query_map(
-                params![expr, sql_limit(limit), RANK_WINDOW, tags_json, n],
-                hit,
-            )?
-            .collect()
+    let tagged = !tags.is_empty();
+    let wanted = i64::try_from(tags.len()).unwrap_or(i64::MAX);
+    let limit = sql_limit(limit);
+    let mut args: Vec<&dyn ToSql> = vec![&expr, &limit, &RANK_WINDOW];
+    if tagged || scoring.is_some() {
+        // Unused numbers before the scoring arguments are bound to NULL.
+        args.extend([&tags_json as &dyn ToSql, &wanted]);
     }
+    if let Some(terms) = scoring {
+        args.extend([
+            &terms.words as &dyn ToSql,
+            &terms.idfs,
+            &terms.average_length,
+        ]);
+    }
+    let sql = &SEARCH_SQL[usize::from(scoring.is_some())][usize::from(tagged)];
+    conn.prepare_cached(sql)?
+        .query_map(args.as_slice(), hit)?
+        .collect()
 }
 
 /// Inserts a new note and its index entries; returns its rowid.
@@ -815,8 +840,12 @@ impl NoteBackend for SqliteBackend {
             let snapshot = conn.unchecked_transaction()?;
             let hits = match ranked::search(conn, query, &tags, &wanted, limit)? {
                 ranked::Plan::Ranked(hits) => hits,
-                ranked::Plan::Fts5Terms(terms) => fts5_search(conn, &terms, &tags, &wanted, limit)?,
-                ranked::Plan::Fts5Prefixes => fts5_search(conn, &expr, &tags, &wanted, limit)?,
+                ranked::Plan::Fts5Terms(terms) => {
+                    fts5_search(conn, &terms.expr, Some(&terms), &tags, &wanted, limit)?
+                }
+                ranked::Plan::Fts5Prefixes => {
+                    fts5_search(conn, &expr, None, &tags, &wanted, limit)?
+                }
             };
             snapshot.commit()?;
             Ok(hits)
