@@ -37,14 +37,17 @@ pub(super) const MAX_EXPANSIONS: usize = 256;
 pub(super) const FTS5_RANKS_UP_TO: i64 = 5_000;
 
 /// Costs the planner weighs (see [`route`]), in nanoseconds: fitted to each route's time over
-/// the store benchmark's queries at 100,000 notes, each query forced down every route.
+/// two sets of the store benchmark's queries at 100,000 notes, each query forced down every
+/// route. A seek costs more the longer the doclist it seeks in: `NS_PER_SEEK_THROUGH_EVERY_NOTE`
+/// is the extra for a word held by every note.
 const NS_PER_TERM_OPENED: f64 = 13_000.0;
 const NS_PER_ROW_PER_TERM: f64 = 80.0;
-const NS_PER_SEEK_PER_TERM: f64 = 700.0;
+const NS_PER_SEEK_PER_TERM: f64 = 100.0;
+const NS_PER_SEEK_THROUGH_EVERY_NOTE: f64 = 2_000.0;
 const NS_PER_RANKED_ROW: f64 = 1_650.0;
 const NS_PER_DENSE_READ: f64 = 1_700.0;
-const NS_PER_SPARSE_READ: f64 = 6_000.0;
-const NS_PER_NOTE_SCANNED: f64 = 850.0;
+const NS_PER_SPARSE_READ: f64 = 3_500.0;
+const NS_PER_NOTE_SCANNED: f64 = 700.0;
 
 /// BM25's term-frequency saturation and length normalisation, as FTS5's `bm25()` has them.
 const K1: f64 = 1.2;
@@ -397,7 +400,8 @@ fn dense(held: f64, notes: i64) -> bool {
 /// measured at. Words are taken as independent to estimate how many notes hold them all.
 ///
 /// - FTS5 steps through the rarest word's terms until the window holds enough matches,
-///   seeking every other word's terms at each, and `pkb_rank` scores each match.
+///   seeking every other word's terms at each (the longer their doclists, the dearer), and
+///   `pkb_rank` scores each match.
 /// - Scoring here steps through the rarest word's terms the same way but reads each
 ///   candidate's counts instead of seeking: a range read when the word is in a quarter of the
 ///   notes or more, so that the window's candidates lie close together, a lookup otherwise.
@@ -417,8 +421,11 @@ fn route(words: &[Word], notes: i64) -> Route {
     let other_terms = words.iter().map(|w| w.terms.len()).sum::<usize>() as f64 - rarest_terms;
     let stepped = rarest_terms * (NS_PER_TERM_OPENED + candidates * NS_PER_ROW_PER_TERM);
 
+    let others_share =
+        words.iter().map(|w| w.notes as f64).sum::<f64>() / total - rarest.notes as f64 / total;
     let fts5 = stepped
         + other_terms * (NS_PER_TERM_OPENED + candidates * NS_PER_SEEK_PER_TERM)
+        + candidates * others_share * NS_PER_SEEK_THROUGH_EVERY_NOTE
         + expected.min(window) * NS_PER_RANKED_ROW;
     let read = if dense(rarest.notes as f64, notes) {
         NS_PER_DENSE_READ
