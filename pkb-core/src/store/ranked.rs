@@ -23,7 +23,7 @@
 //! A word FTS5 splits into several terms (`a—b`), or a prefix of more than [`MAX_EXPANSIONS`]
 //! terms, leaves the query to FTS5's prefix query.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SearchHit;
 use super::sqlite::RANK_WINDOW;
@@ -364,18 +364,28 @@ impl Ranking {
         }
         self.scored
             .sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-        self.scored.truncate(limit);
         let mut note = conn.prepare_cached("SELECT id, title, tags FROM notes WHERE seq = ?1")?;
-        let mut hits = Vec::with_capacity(self.scored.len());
+        let mut hits = Vec::with_capacity(limit.min(self.scored.len()));
         for (score, seq) in self.scored {
-            hits.push(note.query_row([seq], |r| {
-                Ok(SearchHit {
-                    id: r.get(0)?,
-                    title: r.get(1)?,
-                    tags: super::sqlite::tags_from_json(r, 2)?,
-                    score,
+            if hits.len() == limit {
+                break;
+            }
+            let hit = note
+                .query_row([seq], |r| {
+                    Ok(SearchHit {
+                        id: r.get(0)?,
+                        title: r.get(1)?,
+                        tags: super::sqlite::tags_from_json(r, 2)?,
+                        score,
+                    })
                 })
-            })?);
+                .optional()?;
+            match hit {
+                Some(hit) => hits.push(hit),
+                // Counts left behind by a build from before the vocabulary, which deleted
+                // the note without them: the note is gone, so is the hit.
+                None => tracing::warn!(seq, "search counts for a note that no longer exists"),
+            }
         }
         Ok(Plan::Ranked(hits))
     }
@@ -898,6 +908,33 @@ mod tests {
             }
         }
         assert!(compared > 1_000, "compared {compared} scores");
+    }
+
+    #[test]
+    fn counts_of_a_note_deleted_behind_the_vocabulary_do_not_fail_a_search() {
+        let backend = corpus();
+        let scan = Route::Scan(i64::MAX);
+        let before = backend.read_for_tests(|conn| routed(conn, "n", &[], scan));
+        let gone = before.expect("`n` takes the vocabulary")[0].id.clone();
+        // What a build from before the vocabulary does to delete a note: FTS5 and the row,
+        // not the counts.
+        backend.read_for_tests(|conn| {
+            conn.execute(
+                "INSERT INTO notes_fts (notes_fts, rowid, title, tags, body)
+                     SELECT 'delete', seq, title, tags, body FROM notes WHERE id = ?1",
+                [&gone],
+            )?;
+            conn.execute("DELETE FROM notes WHERE id = ?1", [&gone])
+        });
+        for route in ROUTES {
+            let hits = backend.read_for_tests(|conn| routed(conn, "n", &[], route));
+            let hits = hits.expect("`n` takes the vocabulary");
+            assert!(!hits.is_empty(), "{route:?}");
+            assert!(
+                hits.iter().all(|h| h.id != gone),
+                "{route:?}: {gone} is gone"
+            );
+        }
     }
 
     #[test]
