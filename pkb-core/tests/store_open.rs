@@ -549,15 +549,20 @@ fn a_short_session_that_writes_folds_its_wal_on_close() {
 }
 
 #[test]
-fn verify_reports_a_search_vocabulary_out_of_step_with_the_notes() {
+fn verify_reports_a_search_vocabulary_out_of_step_and_rebuild_mends_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = pkb_file(dir.path(), 5);
     {
-        // What an older build still writing to the file after the migration would leave.
+        // What an older build still writing to the file after the migration leaves: a note
+        // with its search and tag entries but no term counts, and a tag entry gone astray.
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute(
-            "DELETE FROM note_terms WHERE note = (SELECT max(note) FROM note_terms)",
-            [],
+        conn.execute_batch(
+            r#"INSERT INTO notes (id, title, tags, body, created_at, updated_at)
+                   VALUES ('old', 'Written by an older build', '["legacy"]', 'zebra crossing',
+                           '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z');
+               INSERT INTO notes_fts (rowid, title, tags, body)
+                   SELECT seq, title, tags, body FROM notes WHERE id = 'old';
+               INSERT INTO note_tags (tag, note) VALUES ('stray', 1);"#,
         )
         .unwrap();
     }
@@ -567,4 +572,30 @@ fn verify_reports_a_search_vocabulary_out_of_step_with_the_notes() {
         err.to_string().contains("search vocabulary out of step"),
         "{err}"
     );
+
+    block_on(async {
+        // The readers hold what FTS5 cached of the index before the rebuild.
+        for _ in 0..4 {
+            assert_eq!(store.search("zebra body", &[], 10).await.unwrap().len(), 0);
+        }
+        assert_eq!(store.rebuild_indexes().await.unwrap(), 3 + 5 + 1);
+        store.verify().await.expect("in step after the rebuild");
+        for _ in 0..4 {
+            let hits = store.search("zebra", &[], 10).await.unwrap();
+            assert_eq!(hits.len(), 1);
+            assert_eq!(hits[0].id, "old");
+            assert_eq!(store.search("body 3", &[], 10).await.unwrap().len(), 1);
+        }
+        let tagged = store.search("zebra", &["legacy".to_owned()], 10).await;
+        assert_eq!(tagged.unwrap().len(), 1, "tag index rebuilt from the notes");
+        assert!(
+            store
+                .search("body", &["stray".to_owned()], 10)
+                .await
+                .unwrap()
+                .is_empty(),
+            "the stray tag entry is gone"
+        );
+        assert_eq!(store.count().await.unwrap(), 9, "no note lost");
+    });
 }

@@ -62,6 +62,8 @@ async fn run(cli: Cli) -> ExitCode {
         Some(Command::Call { tool, arguments }) => {
             cli::call(&registry, Context::detached(store), &tool, &arguments).await
         }
+        Some(Command::Check) => cli::check(&store).await,
+        Some(Command::Reindex) => cli::reindex(&store).await,
         Some(Command::Tools) => unreachable!("handled above"),
         None => serve(registry, store, Duration::from_secs(cli.sampling_timeout)).await,
     }

@@ -123,3 +123,36 @@ fn sigterm_stops_the_server_cleanly() {
     let exit = child.wait().unwrap();
     assert!(exit.success(), "clean exit on SIGTERM: {exit}");
 }
+
+#[test]
+fn check_finds_a_store_out_of_step_and_reindex_mends_it() {
+    let (_dir, path) = support::temp_store();
+    let output = pkb(&["--db", &path, "check"]);
+    assert!(output.status.success(), "a new store is sound");
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("ok: 3 notes"));
+    {
+        // What an older build writing after an upgrade leaves: a note without term counts.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute("DELETE FROM note_terms WHERE note = 1", [])
+            .unwrap();
+    }
+    let output = pkb(&["--db", &path, "check"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("out of step") && stderr.contains(&path),
+        "{stderr}"
+    );
+
+    let output = pkb(&["--db", &path, "reindex"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "reindexed 3 notes; the store checks sound\n"
+    );
+    assert!(pkb(&["--db", &path, "check"]).status.success());
+}

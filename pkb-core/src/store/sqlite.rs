@@ -879,12 +879,38 @@ impl NoteBackend for SqliteBackend {
         self.refuse_if_damaged()
     }
 
+    fn rebuild_indexes(&self) -> Result<u64, StoreError> {
+        self.write("rebuild the indexes", |tx| {
+            // FTS5 re-reads its external content, the notes table, for 'rebuild'.
+            tx.execute_batch(
+                "DELETE FROM note_tags;
+                 INSERT OR IGNORE INTO note_tags (tag, note)
+                     SELECT json_each.value, notes.seq FROM notes, json_each(notes.tags);
+                 DELETE FROM note_terms;
+                 DELETE FROM search_terms;
+                 UPDATE search_stats SET notes = 0, tokens = 0 WHERE id = 1;",
+            )?;
+            terms::backfill(tx)?;
+            tx.execute("INSERT INTO notes_fts (notes_fts) VALUES ('rebuild')", [])?;
+            tx.query_row("SELECT count(*) FROM notes", [], |r| r.get(0))
+        })
+    }
+
     fn verify(&self) -> Result<(), StoreError> {
-        let problems = self.read("check the store", |conn| {
+        let integrity = |conn: &Connection| {
             let mut stmt = conn.prepare("PRAGMA integrity_check(5)")?;
             let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
-        })?;
+        };
+        // On a connection of its own: FTS5's part of this check runs on whatever it cached
+        // of its index, and a reader that checked before a rebuild reports the rebuilt index
+        // as malformed.
+        let problems = match &self.path {
+            Some(path) => open_page_checker(path)
+                .and_then(|conn| integrity(&conn))
+                .map_err(self.fail("check the store"))?,
+            None => self.read("check the store", integrity)?,
+        };
         let mut problems: Vec<String> = problems.into_iter().filter(|p| p != "ok").collect();
         // The search vocabulary must cover every note once, as its statistics say.
         let (notes, indexed, counted): (i64, i64, i64) = self.read("check the store", |conn| {
