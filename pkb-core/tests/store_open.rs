@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use pkb_core::store::{DamageCheck, NoteDraft, PutMode, Store, StoreError, StoreOptions};
+use pkb_core::store::{
+    DamageCheck, NoteDraft, PutMode, PutOutcome, Store, StoreError, StoreOptions,
+};
 use sha2::{Digest, Sha256};
 
 fn sha256(path: &Path) -> String {
@@ -597,5 +599,41 @@ fn verify_reports_a_search_vocabulary_out_of_step_and_rebuild_mends_it() {
             "the stray tag entry is gone"
         );
         assert_eq!(store.count().await.unwrap(), 9, "no note lost");
+    });
+}
+
+#[test]
+fn a_note_reusing_the_number_of_one_deleted_behind_the_vocabulary_is_written_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 5);
+    {
+        // An older build deletes the newest note: its row and search entry, not its counts.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "INSERT INTO notes_fts (notes_fts, rowid, title, tags, body)
+                 SELECT 'delete', seq, title, tags, body FROM notes
+                 WHERE seq = (SELECT max(seq) FROM notes);
+             DELETE FROM note_tags WHERE note = (SELECT max(seq) FROM notes);
+             DELETE FROM notes WHERE seq = (SELECT max(seq) FROM notes);",
+        )
+        .unwrap();
+    }
+    let store = open_checked(&path).unwrap();
+    block_on(async {
+        let err = store.verify().await.expect_err("counts without a note");
+        assert!(
+            err.to_string().contains("1 term counts without a note"),
+            "{err}"
+        );
+        // SQLite gives the next note the freed number.
+        let outcome = store
+            .put(draft("new", "a fresh zebra"), PutMode::CreateOnly)
+            .await
+            .expect("the stale counts do not block the write");
+        assert!(matches!(outcome, PutOutcome::Created(_)), "{outcome:?}");
+        store.verify().await.expect("the stale counts went with it");
+        let hits = store.search("zebra", &[], 10).await.unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].id, "new");
     });
 }

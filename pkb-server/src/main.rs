@@ -78,6 +78,11 @@ fn open_store(cli: &Cli) -> Result<Store, String> {
         Some(path) => path.clone(),
         None => Store::default_path().map_err(|e| e.to_string())?,
     };
+    let maintenance = matches!(cli.command, Some(Command::Check | Command::Reindex));
+    if maintenance && !path.exists() {
+        // Looking after a store must not create one (a mistyped --db would pass the check).
+        return Err(format!("no store at {}", path.display()));
+    }
     tracing::info!(path = %path.display(), "opening the note store");
     Store::open(&path, seed).map_err(|e| e.to_string())
 }
@@ -118,8 +123,9 @@ async fn serve(registry: Arc<Registry>, store: Store, sampling_timeout: Duration
     }
 }
 
-/// SIGTERM or SIGINT, registered when made. Every acknowledged write is already committed,
-/// so stopping between requests loses nothing.
+/// SIGTERM or SIGINT, registered when made (on Unix; elsewhere Ctrl-C, registered when first
+/// awaited). Every acknowledged write is already committed, so stopping between requests
+/// loses nothing.
 struct ShutdownSignal {
     #[cfg(unix)]
     terminate: tokio::signal::unix::Signal,

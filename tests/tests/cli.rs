@@ -127,6 +127,8 @@ fn sigterm_stops_the_server_cleanly() {
 #[test]
 fn check_finds_a_store_out_of_step_and_reindex_mends_it() {
     let (_dir, path) = support::temp_store();
+    let created = pkb(&["--db", &path, "call", "fetch", r#"{"id": "todo"}"#]);
+    assert!(created.status.success());
     let output = pkb(&["--db", &path, "check"]);
     assert!(output.status.success(), "a new store is sound");
     assert!(String::from_utf8_lossy(&output.stdout).starts_with("ok: 3 notes"));
@@ -155,4 +157,13 @@ fn check_finds_a_store_out_of_step_and_reindex_mends_it() {
         "reindexed 3 notes; the store checks sound\n"
     );
     assert!(pkb(&["--db", &path, "check"]).status.success());
+
+    let missing = format!("{path}.missing");
+    let output = pkb(&["--db", &missing, "check"]);
+    assert!(
+        !output.status.success(),
+        "no store is created to be checked"
+    );
+    assert!(!std::path::Path::new(&missing).exists());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no store at"));
 }

@@ -437,7 +437,8 @@ impl Store {
     /// Rebuilds the search index, the search vocabulary and the tag index from the notes, in
     /// one transaction; returns how many notes were indexed. For a store [`Store::verify`]
     /// finds out of step, such as one an older PKB wrote to after a newer one migrated it.
-    /// Takes about 35 s per 100,000 notes, during which other writers wait.
+    /// Takes about 35 s per 100,000 notes in one transaction: other processes' writes give up
+    /// after the 5 s busy timeout meanwhile.
     pub async fn rebuild_indexes(&self) -> Result<u64, StoreError> {
         self.call(|b| b.rebuild_indexes()).await
     }

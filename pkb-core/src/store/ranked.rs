@@ -309,9 +309,14 @@ fn look_up_in_batches(
     matching: f64,
 ) -> rusqlite::Result<()> {
     let mut batch = Vec::new();
+    // Words that go together less than independent words would need more candidates than
+    // estimated; ones that go together more, fewer. Start from at most a few windows and
+    // grow, so that a wrong estimate costs a few batches rather than a huge one.
+    let mut most = ranking.window.saturating_mul(4);
     loop {
         let needed = ranking.window.saturating_sub(ranking.scored.len()) as f64;
-        let size = (needed / matching.clamp(1e-3, 1.0) * 1.1) as usize + 16;
+        let size = ((needed / matching.clamp(1e-3, 1.0) * 1.1) as usize + 16).min(most);
+        most = most.saturating_mul(2);
         batch.clear();
         while batch.len() < size {
             match candidates.next()? {

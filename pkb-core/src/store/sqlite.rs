@@ -587,7 +587,8 @@ pub(super) fn fts5_search(
     let limit = sql_limit(limit);
     let mut args: Vec<&dyn ToSql> = vec![&expr, &limit, &RANK_WINDOW];
     if tagged || scoring.is_some() {
-        // Unused numbers before the scoring arguments are bound to NULL.
+        // The scoring arguments are ?6 to ?8 with or without tags; without, ?4 and ?5 are
+        // bound but unused.
         args.extend([&tags_json as &dyn ToSql, &wanted]);
     }
     if let Some(terms) = scoring {
@@ -912,18 +913,25 @@ impl NoteBackend for SqliteBackend {
             None => self.read("check the store", integrity)?,
         };
         let mut problems: Vec<String> = problems.into_iter().filter(|p| p != "ok").collect();
-        // The search vocabulary must cover every note once, as its statistics say.
-        let (notes, indexed, counted): (i64, i64, i64) = self.read("check the store", |conn| {
-            conn.query_row(
-                "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM note_terms),
-                        (SELECT notes FROM search_stats WHERE id = 1)",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-        })?;
-        if notes != indexed || notes != counted {
+        // The search vocabulary must hold the counts of every note and of nothing else, and
+        // its statistics must count the notes.
+        let (uncounted, orphaned, notes, counted): (i64, i64, i64, i64) =
+            self.read("check the store", |conn| {
+                conn.query_row(
+                    "SELECT (SELECT count(*) FROM notes
+                             WHERE NOT EXISTS (SELECT 1 FROM note_terms WHERE note = seq)),
+                            (SELECT count(*) FROM note_terms
+                             WHERE NOT EXISTS (SELECT 1 FROM notes WHERE seq = note)),
+                            (SELECT count(*) FROM notes),
+                            (SELECT notes FROM search_stats WHERE id = 1)",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                )
+            })?;
+        if uncounted != 0 || orphaned != 0 || notes != counted {
             problems.push(format!(
-                "search vocabulary out of step: {notes} notes, {indexed} with term counts, {counted} counted"
+                "search vocabulary out of step: {uncounted} notes without term counts, \
+                 {orphaned} term counts without a note, {counted} notes counted of {notes}"
             ));
         }
         // FTS5 compares its index with the notes table; it is an INSERT, so it needs the

@@ -90,6 +90,9 @@ pub(super) fn index_terms(
     tags_json: &str,
     body: &str,
 ) -> rusqlite::Result<()> {
+    // Counts an older build left behind when it deleted the note that had this number
+    // before: they would block the new ones, and they still count in the vocabulary.
+    unindex_terms(conn, seq)?;
     let counted = tokenize(conn, title, tags_json, body)?;
     // Only single-row statements without RETURNING or upserts: either would open a statement
     // savepoint, at which FTS5 writes its pending index data out as a tiny segment (see the
