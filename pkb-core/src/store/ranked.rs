@@ -246,8 +246,8 @@ fn search_routed(
             (candidates.query(params![tags_json, wanted])?, 0.0)
         }
     };
-    let mut counts = NoteCounts::new(conn, dense(held, notes))?;
-    if counts.reads_ranges() {
+    if dense(held, notes) {
+        let mut counts = RangeCounts::new(conn)?;
         while let Some(row) = rows.next()? {
             let seq: i64 = row.get(0)?;
             if let Some(blob) = counts.read(seq)? {
@@ -266,7 +266,12 @@ fn search_routed(
                 notes
             }
             .max(1) as f64;
-        look_up_in_batches(&mut rows, &mut counts, &mut ranking, matching)?;
+        look_up_in_batches(
+            &mut rows,
+            &mut CountLookup::new(conn)?,
+            &mut ranking,
+            matching,
+        )?;
     }
     drop(rows);
     ranking.hits(conn, limit)
@@ -304,7 +309,7 @@ fn scan_newest(
 /// needs at `matching`, the share of candidates expected to match.
 fn look_up_in_batches(
     candidates: &mut rusqlite::Rows<'_>,
-    counts: &mut NoteCounts<'_>,
+    counts: &mut CountLookup<'_>,
     ranking: &mut Ranking,
     matching: f64,
 ) -> rusqlite::Result<()> {
@@ -461,45 +466,64 @@ fn route(words: &[Word], notes: i64) -> Route {
     }
 }
 
-/// Reads notes' stored counts ([`NoteTerms`] blobs), asked for newest first.
-struct NoteCounts<'conn> {
-    /// One note by its number.
-    lookup: rusqlite::CachedStatement<'conn>,
-    /// With dense candidates, the next notes at or below a number, read a chunk at a time.
-    range: Option<rusqlite::CachedStatement<'conn>>,
+/// Reads notes' stored counts ([`NoteTerms`] blobs) for dense candidates, asked for newest
+/// first: a chunk of neighbouring notes at a time.
+struct RangeCounts<'conn> {
+    /// The next notes at or below a number.
+    range: rusqlite::CachedStatement<'conn>,
     chunk: Vec<(i64, Vec<u8>)>,
     at: usize,
-    /// The last note looked up alone.
-    one: Vec<u8>,
 }
 
 /// Notes read per range read.
 const RANGE_CHUNK: i64 = 256;
 
-impl<'conn> NoteCounts<'conn> {
-    fn new(conn: &'conn Connection, dense: bool) -> rusqlite::Result<Self> {
-        let range = if dense {
-            Some(conn.prepare_cached(
+impl<'conn> RangeCounts<'conn> {
+    fn new(conn: &'conn Connection) -> rusqlite::Result<Self> {
+        Ok(RangeCounts {
+            range: conn.prepare_cached(
                 "SELECT note, terms FROM note_terms WHERE note <= ?1 ORDER BY note DESC LIMIT ?2",
-            )?)
-        } else {
-            None
-        };
-        Ok(NoteCounts {
-            lookup: conn.prepare_cached("SELECT terms FROM note_terms WHERE note = ?1")?,
-            range,
+            )?,
             chunk: Vec::new(),
             at: 0,
+        })
+    }
+
+    /// The counts of note `seq`, which is older than any asked for before.
+    fn read(&mut self, seq: i64) -> rusqlite::Result<Option<&[u8]>> {
+        while self.chunk.get(self.at).is_some_and(|(note, _)| *note > seq) {
+            self.at += 1;
+        }
+        if self.at >= self.chunk.len() {
+            self.chunk = self
+                .range
+                .query_map(params![seq, RANGE_CHUNK], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            self.at = 0;
+        }
+        Ok(match self.chunk.get(self.at) {
+            Some((note, blob)) if *note == seq => Some(blob.as_slice()),
+            _ => None,
+        })
+    }
+}
+
+/// Looks notes' stored counts up one note at a time, in any order.
+struct CountLookup<'conn> {
+    lookup: rusqlite::CachedStatement<'conn>,
+    /// The last note's counts.
+    one: Vec<u8>,
+}
+
+impl<'conn> CountLookup<'conn> {
+    fn new(conn: &'conn Connection) -> rusqlite::Result<Self> {
+        Ok(CountLookup {
+            lookup: conn.prepare_cached("SELECT terms FROM note_terms WHERE note = ?1")?,
             one: Vec::new(),
         })
     }
 
-    /// Whether candidates are read as ranges, newest first ([`NoteCounts::read`]).
-    fn reads_ranges(&self) -> bool {
-        self.range.is_some()
-    }
-
-    /// The counts of note `seq`, looked up alone.
+    /// The counts of note `seq`.
     fn look_up(&mut self, seq: i64) -> rusqlite::Result<Option<&[u8]>> {
         let mut rows = self.lookup.query([seq])?;
         let Some(row) = rows.next()? else {
@@ -510,26 +534,6 @@ impl<'conn> NoteCounts<'conn> {
             self.one.extend_from_slice(blob);
         }
         Ok(Some(&self.one))
-    }
-
-    /// The counts of note `seq`, which is older than any asked for before.
-    fn read(&mut self, seq: i64) -> rusqlite::Result<Option<&[u8]>> {
-        let Some(range) = &mut self.range else {
-            return self.look_up(seq);
-        };
-        while self.chunk.get(self.at).is_some_and(|(note, _)| *note > seq) {
-            self.at += 1;
-        }
-        if self.at >= self.chunk.len() {
-            self.chunk = range
-                .query_map(params![seq, RANGE_CHUNK], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<_>>()?;
-            self.at = 0;
-        }
-        Ok(match self.chunk.get(self.at) {
-            Some((note, blob)) if *note == seq => Some(blob.as_slice()),
-            _ => None,
-        })
     }
 }
 
