@@ -156,6 +156,9 @@ pub async fn reindex(store: &Store) -> ExitCode {
     if let Err(error) = store.rebuild_indexes().await {
         return error_out(&error.to_string());
     }
+    if let Err(error) = store.tidy_index().await {
+        return error_out(&format!("reindexed, but merging the index failed: {error}"));
+    }
     match checked_count(store).await {
         Ok(notes) => print_out(&format!(
             "reindexed {notes} notes; the store checks sound\n"

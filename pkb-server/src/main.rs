@@ -87,6 +87,10 @@ fn open_store(cli: &Cli) -> Result<Store, String> {
     Store::open(&path, seed).map_err(|e| e.to_string())
 }
 
+/// How long the store must go without a write from this server before its search index is
+/// merged: long enough that a burst of writes is not slowed by it.
+const INDEX_UPKEEP_QUIET: Duration = Duration::from_secs(2);
+
 async fn serve(registry: Arc<Registry>, store: Store, sampling_timeout: Duration) -> ExitCode {
     // Listen before the first byte is read: a signal that arrives while the client is still
     // initializing must stop the server cleanly, not kill it with the default action.
@@ -96,6 +100,7 @@ async fn serve(registry: Arc<Registry>, store: Store, sampling_timeout: Duration
     };
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
     let transport = LineTransport::new(stdin, stdout);
+    let _upkeep = store.spawn_index_upkeep(INDEX_UPKEEP_QUIET);
     let server = PkbServer::new(registry, store).with_sampling_timeout(sampling_timeout);
     let mut shutdown = Box::pin(shutdown.received());
     let service = tokio::select! {

@@ -6,6 +6,7 @@
 //! own read threads, writes to tokio's blocking pool, so a slow search or an fsync never
 //! stalls them.
 
+mod index_merge;
 mod page_check;
 mod query;
 mod rank_function;
@@ -14,12 +15,16 @@ mod read_threads;
 mod schema;
 mod sqlite;
 mod terms;
+mod upkeep;
 
 /// The contract's seed notes (id, title, tags, body), written into every new store.
 pub use schema::SEED as SEED_NOTES;
 
+pub use index_merge::Upkeep;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -249,6 +254,11 @@ pub trait NoteBackend: Send + Sync {
     fn damage_checked(&self) -> Result<(), StoreError> {
         Ok(())
     }
+    /// One bounded step of merging the search index's pieces, which writes add; whether more
+    /// remains. An engine without such an index has nothing to do.
+    fn tidy_index_step(&self) -> Result<Upkeep, StoreError> {
+        Ok(Upkeep::Done)
+    }
     /// Rebuilds every index derived from the notes (search index, vocabulary, tags) from
     /// the notes themselves; how many notes there are. An engine without derived indexes
     /// has nothing to rebuild.
@@ -266,6 +276,8 @@ pub struct Store {
     /// Serve the reads; `None` if they could not be started, and reads then take tokio's
     /// blocking pool like writes.
     reads: Option<Arc<read_threads::ReadThreads>>,
+    /// This store's writes, which put off merging the search index.
+    writes: Arc<upkeep::Writes>,
 }
 
 /// Reading threads, and read connections, of a store opened with default options or from a
@@ -324,7 +336,11 @@ impl Store {
                 None
             }
         };
-        Store { backend, reads }
+        Store {
+            backend,
+            reads,
+            writes: Arc::default(),
+        }
     }
 
     /// The default file: `$XDG_DATA_HOME/pkb/pkb.db`, else `$HOME/.local/share/pkb/pkb.db`.
@@ -347,7 +363,7 @@ impl Store {
     /// set to now. An answered put is on disk.
     pub async fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
         let draft = validate(draft)?;
-        self.call(move |b| b.put(draft, mode)).await
+        self.write(move |b| b.put(draft, mode)).await
     }
 
     /// Saves several notes in one transaction: all or none. Outcomes follow the drafts' order.
@@ -363,13 +379,13 @@ impl Store {
             .into_iter()
             .map(validate)
             .collect::<Result<Vec<_>, _>>()?;
-        self.call(move |b| b.put_many(drafts, mode)).await
+        self.write(move |b| b.put_many(drafts, mode)).await
     }
 
     /// Deletes a note; whether it existed.
     pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
         let id = id.to_owned();
-        self.call(move |b| b.delete(&id)).await
+        self.write(move |b| b.delete(&id)).await
     }
 
     /// Up to `limit` notes with ids greater than `after`, sorted by id (keyset paging: pass the
@@ -434,6 +450,28 @@ impl Store {
         self.call(|b| b.verify()).await
     }
 
+    /// Merges the search index's pieces into one when there are more than a few (every
+    /// write transaction adds one, and a search looks in each); returns when done. The
+    /// merge goes in steps of about 30 ms, each a transaction of its own, so writes from
+    /// other handles and processes go on meanwhile. For the end of an import; a server
+    /// leaves it to [`Store::spawn_index_upkeep`].
+    pub async fn tidy_index(&self) -> Result<(), StoreError> {
+        while self.call(|b| b.tidy_index_step()).await? == Upkeep::More {}
+        Ok(())
+    }
+
+    /// Starts merging the search index, as [`Store::tidy_index`] does, whenever this store
+    /// has had no write for `quiet`, and once `quiet` after the start. A write that comes
+    /// during a merge waits for one step at most, and the merge waits for the next quiet
+    /// spell. Needs a tokio runtime with timers.
+    pub fn spawn_index_upkeep(&self, quiet: Duration) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(upkeep::keep_tidy(
+            Arc::downgrade(&self.backend),
+            Arc::clone(&self.writes),
+            quiet,
+        ))
+    }
+
     /// Rebuilds the search index, the search vocabulary and the tag index from the notes, in
     /// one transaction; returns how many notes were indexed. For a store [`Store::verify`]
     /// finds out of step, such as one an older PKB wrote to after a newer one migrated it.
@@ -459,6 +497,17 @@ impl Store {
             Some(reads) => reads.run(f).await,
             None => self.call(f).await,
         }
+    }
+
+    /// Runs the write `f` as [`Store::call`] does, and counts it.
+    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&dyn NoteBackend) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let written = self.call(f).await;
+        self.writes.record();
+        written
     }
 
     /// Runs `f` on the blocking pool when inside a tokio runtime, inline otherwise.

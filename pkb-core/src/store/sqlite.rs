@@ -15,6 +15,7 @@ use rusqlite::{
     Connection, OpenFlags, OptionalExtension, Row, ToSql, Transaction, TransactionBehavior, params,
 };
 
+use super::index_merge::{self, Upkeep};
 use super::page_check::{self, PageCheck, Verdict};
 use super::rank_function;
 use super::schema::{self, Depth, FileState, InspectError, SCHEMA_VERSION};
@@ -108,6 +109,8 @@ pub(super) struct SqliteBackend {
     /// Whether this process wrote: then closing waits for the page check, so the WAL can be
     /// folded into the file, rather than cancelling it.
     wrote: AtomicBool,
+    /// Whether this process has a merge of the search index under way; see [`index_merge`].
+    merging: AtomicBool,
 }
 
 impl SqliteBackend {
@@ -212,6 +215,7 @@ impl SqliteBackend {
             checkpoints_on: AtomicBool::new(false),
             damage_seen: std::sync::OnceLock::new(),
             wrote: AtomicBool::new(false),
+            merging: AtomicBool::new(false),
         };
         backend
             .allow_checkpoints(&lock(&backend.writer))
@@ -240,6 +244,7 @@ impl SqliteBackend {
             checkpoints_on: AtomicBool::new(true),
             damage_seen: std::sync::OnceLock::new(),
             wrote: AtomicBool::new(false),
+            merging: AtomicBool::new(false),
         })
     }
 
@@ -878,6 +883,22 @@ impl NoteBackend for SqliteBackend {
     fn damage_checked(&self) -> Result<(), StoreError> {
         self.pages.wait();
         self.refuse_if_damaged()
+    }
+
+    fn tidy_index_step(&self) -> Result<Upkeep, StoreError> {
+        let start = !self.merging.load(Ordering::Relaxed);
+        // Counting on a reader leaves the write lock, and the file, alone when there is
+        // nothing to merge.
+        if start
+            && self.read("count the search index's segments", index_merge::segments)?
+                <= index_merge::MAX_SEGMENTS
+        {
+            return Ok(Upkeep::Done);
+        }
+        let upkeep = self.write("merge the search index", |tx| index_merge::step(tx, start))?;
+        self.merging
+            .store(upkeep == Upkeep::More, Ordering::Relaxed);
+        Ok(upkeep)
     }
 
     fn rebuild_indexes(&self) -> Result<u64, StoreError> {
