@@ -376,6 +376,10 @@ pub fn scale(
                     .map_err(|e| e.to_string())?;
             }
             let rate = (size - loaded) as f64 / started.elapsed().as_secs_f64();
+            // What a server's index upkeep does once the import has gone quiet.
+            let merging = Instant::now();
+            futures::executor::block_on(store.tidy_index()).map_err(|e| e.to_string())?;
+            let merged = merging.elapsed();
             drop(store);
             report.row(
                 &section,
@@ -385,6 +389,13 @@ pub fn scale(
                 ),
                 Unit::PerSec,
                 vec![rate],
+                None,
+            );
+            report.row(
+                &section,
+                "then merge the search index (Store::tidy_index)",
+                Unit::Micros,
+                vec![merged.as_secs_f64() * 1e6],
                 None,
             );
             loaded = size;

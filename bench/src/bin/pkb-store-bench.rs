@@ -46,6 +46,49 @@ fn file_size(path: &Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0) + side("-wal")
 }
 
+/// Search latency over `queries`, overall and by class, as rows labelled with `state`.
+async fn search_rows(
+    store: &Store,
+    queries: &[(&'static str, String)],
+    state: &str,
+    row: &mut impl FnMut(&str, String),
+) {
+    let mut by_class: Vec<(&str, Vec<Duration>, usize)> = Vec::new();
+    let mut all = Vec::new();
+    for (class, q) in queries {
+        let t = Instant::now();
+        let hits = store.search(q, &[], 10).await.expect("search");
+        let d = t.elapsed();
+        all.push(d);
+        match by_class.iter_mut().find(|(c, _, _)| c == class) {
+            Some((_, v, h)) => {
+                v.push(d);
+                *h += hits.len();
+            }
+            None => by_class.push((class, vec![d], hits.len())),
+        }
+    }
+    let total_queries = all.len();
+    let s = stats(all);
+    row(
+        &format!("search, index {state}, all {total_queries} queries, limit 10 (p50 / p99)"),
+        format!("{} / {}", fmt(s.p50), fmt(s.p99)),
+    );
+    for (class, samples, hits) in by_class {
+        let count = samples.len();
+        let s = stats(samples);
+        row(
+            &format!("  search: {class} (p50 / p99, avg hits)"),
+            format!(
+                "{} / {}, {:.1}",
+                fmt(s.p50),
+                fmt(s.p99),
+                hits as f64 / count as f64
+            ),
+        );
+    }
+}
+
 struct Row {
     label: String,
     value: String,
@@ -116,41 +159,15 @@ async fn run_size(n: usize, keep: Option<&Path>, rows: &mut Vec<Row>) {
     for w in corpus.frequent_words(50) {
         store.search(w, &[], 10).await.expect("search");
     }
-
-    let mut by_class: Vec<(&str, Vec<Duration>, usize)> = Vec::new();
-    let mut all = Vec::new();
-    for (class, q) in corpus.queries(&mut rng) {
-        let t = Instant::now();
-        let hits = store.search(&q, &[], 10).await.expect("search");
-        let d = t.elapsed();
-        all.push(d);
-        match by_class.iter_mut().find(|(c, _, _)| *c == class) {
-            Some((_, v, h)) => {
-                v.push(d);
-                *h += hits.len();
-            }
-            None => by_class.push((class, vec![d], hits.len())),
-        }
-    }
-    let total_queries = all.len();
-    let s = stats(all);
+    let queries = corpus.queries(&mut rng);
+    search_rows(&store, &queries, "as written", &mut row).await;
+    let t = Instant::now();
+    store.tidy_index().await.expect("merge the index");
     row(
-        &format!("search, all {total_queries} queries, limit 10 (p50 / p99)"),
-        format!("{} / {}", fmt(s.p50), fmt(s.p99)),
+        "merge the search index (Store::tidy_index)",
+        fmt(t.elapsed()),
     );
-    for (class, samples, hits) in by_class {
-        let count = samples.len();
-        let s = stats(samples);
-        row(
-            &format!("  search: {class} (p50 / p99, avg hits)"),
-            format!(
-                "{} / {}, {:.1}",
-                fmt(s.p50),
-                fmt(s.p99),
-                hits as f64 / count as f64
-            ),
-        );
-    }
+    search_rows(&store, &queries, "merged", &mut row).await;
 
     let tagged: Vec<String> = vec![corpus.tag(3).to_owned()];
     let mut samples = Vec::new();
