@@ -637,3 +637,44 @@ fn a_note_reusing_the_number_of_one_deleted_behind_the_vocabulary_is_written_and
         assert_eq!(hits[0].id, "new");
     });
 }
+
+/// The nice value of this process's thread named `name`, if it is running.
+#[cfg(target_os = "linux")]
+fn thread_nice(name: &str) -> Option<i64> {
+    fs::read_dir("/proc/self/task")
+        .ok()?
+        .flatten()
+        .find_map(|task| {
+            let comm = fs::read_to_string(task.path().join("comm")).ok()?;
+            if comm.trim_end() != name {
+                return None;
+            }
+            let stat = fs::read_to_string(task.path().join("stat")).ok()?;
+            // Fields after the parenthesised name; the nice value is the 19th field overall.
+            let after_name = &stat[stat.rfind(')')? + 2..];
+            after_name.split(' ').nth(16)?.parse().ok()
+        })
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_background_page_check_runs_at_the_lowest_priority() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 30);
+    let store = Store::open(&path, true).unwrap();
+    // The check waits a quarter of a second before it starts, so its thread is there to be
+    // seen once it has been scheduled, named itself and lowered its priority.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut nice = None;
+    while nice != Some(19) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        nice = thread_nice("pkb-page-check");
+    }
+    assert_eq!(nice, Some(19), "the page check's thread and its nice value");
+    assert_eq!(
+        thread_nice("pkb-read-0"),
+        Some(0),
+        "requests keep the normal priority"
+    );
+    block_on(store.damage_checked()).unwrap();
+}
