@@ -39,12 +39,15 @@ pub(super) const FTS5_RANKS_UP_TO: i64 = 5_000;
 /// Costs the planner weighs (see [`route`]), in nanoseconds: fitted to each route's time over
 /// two sets of the store benchmark's queries at 100,000 notes, each query forced down every
 /// route. A seek costs more the longer the doclist it seeks in: `NS_PER_SEEK_THROUGH_EVERY_NOTE`
-/// is the extra for a word held by every note.
+/// is the extra for a word held by every note. `NS_PER_RANKED_ROW` fell from 1,650 once
+/// `pkb_rank` stopped reading the length of rows that cannot make the results: with 1,000 and
+/// 600, the planner's p99 over both query sets was 0.3-0.6 ms lower than with 1,650 (three
+/// alternating runs each), with no difference between the two.
 const NS_PER_TERM_OPENED: f64 = 13_000.0;
 const NS_PER_ROW_PER_TERM: f64 = 80.0;
 const NS_PER_SEEK_PER_TERM: f64 = 100.0;
 const NS_PER_SEEK_THROUGH_EVERY_NOTE: f64 = 2_000.0;
-const NS_PER_RANKED_ROW: f64 = 1_650.0;
+const NS_PER_RANKED_ROW: f64 = 1_000.0;
 const NS_PER_DENSE_READ: f64 = 1_700.0;
 const NS_PER_SPARSE_READ: f64 = 3_500.0;
 const NS_PER_NOTE_SCANNED: f64 = 700.0;
@@ -774,9 +777,20 @@ mod tests {
         tags: &[String],
         route: Route,
     ) -> rusqlite::Result<Option<Vec<SearchHit>>> {
+        routed_best(conn, q, tags, route, 1000)
+    }
+
+    /// [`routed`], keeping at most `limit` hits.
+    fn routed_best(
+        conn: &Connection,
+        q: &str,
+        tags: &[String],
+        route: Route,
+        limit: usize,
+    ) -> rusqlite::Result<Option<Vec<SearchHit>>> {
         let wanted = super::super::sqlite::tags_to_json(tags.iter().map(String::as_str));
         Ok(
-            match search_routed(conn, q, tags, &wanted, 1000, Some(route))? {
+            match search_routed(conn, q, tags, &wanted, limit, Some(route))? {
                 Plan::Ranked(hits) => Some(hits),
                 Plan::Fts5Terms(terms) => Some(fts5_search(
                     conn,
@@ -784,7 +798,7 @@ mod tests {
                     Some(&terms),
                     tags,
                     &wanted,
-                    1000,
+                    limit,
                 )?),
                 Plan::Fts5Prefixes => None,
             },
@@ -825,6 +839,39 @@ mod tests {
             }
         }
         assert!(taken > 400, "most queries take the vocabulary: {taken}");
+    }
+
+    #[test]
+    fn pkb_rank_skipping_rows_that_cannot_make_the_results_changes_no_result() {
+        let backend = corpus();
+        let mut compared = 0;
+        for q in queries() {
+            for tags in [vec![], vec!["t".to_owned()]] {
+                let every = backend
+                    .read_for_tests(|conn| routed_best(conn, &q, &tags, Route::Fts5Terms, 1000));
+                let Some(every) = every else { continue };
+                for limit in [1, 2, 3, 10] {
+                    let best = backend
+                        .read_for_tests(|conn| {
+                            routed_best(conn, &q, &tags, Route::Fts5Terms, limit)
+                        })
+                        .unwrap();
+                    let want = &every[..limit.min(every.len())];
+                    let ids = |hits: &[SearchHit]| -> Vec<String> {
+                        hits.iter().map(|h| h.id.clone()).collect()
+                    };
+                    assert_eq!(ids(&best), ids(want), "query {q:?}, tags {tags:?}, {limit}");
+                    for (b, w) in best.iter().zip(want) {
+                        assert_eq!(b.score.to_bits(), w.score.to_bits(), "query {q:?}");
+                    }
+                    compared += 1;
+                }
+            }
+        }
+        assert!(
+            compared > 200,
+            "most queries take the vocabulary: {compared}"
+        );
     }
 
     #[test]

@@ -82,7 +82,7 @@ static SEARCH_SQL: LazyLock<[[String; 2]; 2]> = LazyLock::new(|| {
     // BM25 with title, tags and body weighted as in `terms::WEIGHTS`, or `pkb_rank` with
     // the vocabulary's IDFs in `?6` to `?8`.
     let bm25 = "-bm25(notes_fts, 10.0, 4.0, 1.0)";
-    let vocabulary = format!("{}(notes_fts, ?6, ?7, ?8)", rank_function::NAME);
+    let vocabulary = format!("{}(notes_fts, ?6, ?7, ?8, ?2)", rank_function::NAME);
     [
         [search_sql(bm25, false), search_sql(bm25, true)],
         [
