@@ -144,6 +144,38 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn two_processes_merging_at_once_leave_one_sound_segment() {
+        // Servers in several windows go quiet together and both find too many segments.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pkb.db");
+        let options = crate::store::StoreOptions {
+            seed: false,
+            ..crate::store::StoreOptions::default()
+        };
+        let first = SqliteBackend::open(&path, &options).unwrap();
+        let second = SqliteBackend::open(&path, &options).unwrap();
+        for i in 0..14 {
+            first.put(note(i), PutMode::CreateOnly).unwrap();
+        }
+        assert!(count(&second) > MAX_SEGMENTS);
+        let (mut first_more, mut second_more) = (true, true);
+        let mut steps = 0;
+        while first_more || second_more {
+            if first_more {
+                first_more = first.tidy_index_step().unwrap() == Upkeep::More;
+            }
+            if second_more {
+                second_more = second.tidy_index_step().unwrap() == Upkeep::More;
+            }
+            steps += 1;
+            assert!(steps < 1_000, "the merges end");
+        }
+        assert_eq!(count(&first), 1);
+        first.verify().expect("sound after both merged");
+        assert_eq!(second.search("number 13", &[], 1).unwrap()[0].id, "note-13");
+    }
+
+    #[test]
     fn writes_between_steps_are_kept_and_found() {
         let backend = written_one_by_one(14);
         assert_eq!(backend.tidy_index_step().unwrap(), Upkeep::More);
