@@ -87,8 +87,8 @@ fn open_store(cli: &Cli) -> Result<Store, String> {
     Store::open(&path, seed).map_err(|e| e.to_string())
 }
 
-/// How long the store must go without a write from this server before its search index is
-/// merged: long enough that a burst of writes is not slowed by it.
+/// How long the store must go without a request to this server before its search index is
+/// merged: long enough that a burst of requests is not slowed by it.
 const INDEX_UPKEEP_QUIET: Duration = Duration::from_secs(2);
 
 async fn serve(registry: Arc<Registry>, store: Store, sampling_timeout: Duration) -> ExitCode {

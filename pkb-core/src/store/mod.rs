@@ -276,8 +276,8 @@ pub struct Store {
     /// Serve the reads; `None` if they could not be started, and reads then take tokio's
     /// blocking pool like writes.
     reads: Option<Arc<read_threads::ReadThreads>>,
-    /// This store's writes, which put off merging the search index.
-    writes: Arc<upkeep::Writes>,
+    /// This store's requests, which put off merging the search index.
+    activity: Arc<upkeep::Activity>,
 }
 
 /// Reading threads, and read connections, of a store opened with default options or from a
@@ -339,7 +339,7 @@ impl Store {
         Store {
             backend,
             reads,
-            writes: Arc::default(),
+            activity: Arc::default(),
         }
     }
 
@@ -460,14 +460,14 @@ impl Store {
         Ok(())
     }
 
-    /// Starts merging the search index, as [`Store::tidy_index`] does, whenever this store
-    /// has had no write for `quiet`, and once `quiet` after the start. A write that comes
+    /// Starts merging the search index, as [`Store::tidy_index`] does, once this store has had
+    /// no request for `quiet` after the start, and again after each write. A write that comes
     /// during a merge waits for one step at most, and the merge waits for the next quiet
     /// spell. Needs a tokio runtime with timers.
     pub fn spawn_index_upkeep(&self, quiet: Duration) -> tokio::task::JoinHandle<()> {
         tokio::spawn(upkeep::keep_tidy(
             Arc::downgrade(&self.backend),
-            Arc::clone(&self.writes),
+            Arc::clone(&self.activity),
             quiet,
         ))
     }
@@ -493,6 +493,7 @@ impl Store {
         F: FnOnce(&dyn NoteBackend) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
+        self.activity.read();
         match &self.reads {
             Some(reads) => reads.run(f).await,
             None => self.call(f).await,
@@ -506,7 +507,7 @@ impl Store {
         T: Send + 'static,
     {
         let written = self.call(f).await;
-        self.writes.record();
+        self.activity.wrote();
         written
     }
 

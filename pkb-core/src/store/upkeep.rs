@@ -1,8 +1,8 @@
 //! Merging the search index while the store is quiet.
 //!
-//! The merge runs only after a spell without writes from this process, and a step at a time:
-//! a write that arrives meanwhile waits for one step at most, and the merge then waits for
-//! the next quiet spell.
+//! The merge runs only after a spell without requests from this process, and a step at a
+//! time: a write that arrives meanwhile waits for one step at most, and the merge then waits
+//! for the next quiet spell. Only writes add to the index, so only a write wakes it up again.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -12,23 +12,28 @@ use tokio::sync::Notify;
 
 use super::{NoteBackend, StoreError, Upkeep};
 
-/// The writes made through one store's handles, counted and announced.
+/// The requests made through one store's handles, counted, and its writes announced.
 #[derive(Debug, Default)]
-pub(super) struct Writes {
-    made: AtomicU64,
-    announced: Notify,
+pub(super) struct Activity {
+    requests: AtomicU64,
+    written: Notify,
 }
 
-impl Writes {
-    /// Counts a write and wakes the upkeep.
-    pub(super) fn record(&self) {
-        self.made.fetch_add(1, Ordering::Relaxed);
-        // A permit is kept when nobody waits, so a write made mid-merge is not missed.
-        self.announced.notify_one();
+impl Activity {
+    /// Counts a read: the merge waits for a quiet spell, and reads share its CPU and disk.
+    pub(super) fn read(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn made(&self) -> u64 {
-        self.made.load(Ordering::Relaxed)
+    /// Counts a write and wakes the upkeep.
+    pub(super) fn wrote(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        // A permit is kept when nobody waits, so a write made mid-merge is not missed.
+        self.written.notify_one();
+    }
+
+    fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
     }
 }
 
@@ -39,38 +44,38 @@ async fn step(backend: Arc<dyn NoteBackend>) -> Result<Upkeep, StoreError> {
         .map_err(|e| StoreError::Unavailable(e.to_string()))?
 }
 
-/// Merges the index after every `quiet` spell without writes, starting with one after launch.
-/// Ends with the runtime, or once the store is gone when it next wakes.
+/// Merges the index after a `quiet` spell without requests once it starts, and after each
+/// write. Ends with the runtime, or once the store is gone when it next wakes.
 pub(super) async fn keep_tidy(
     backend: Weak<dyn NoteBackend>,
-    writes: Arc<Writes>,
+    activity: Arc<Activity>,
     quiet: Duration,
 ) {
     loop {
-        // Wait for a spell with no write in it.
+        // Wait for a spell with no request in it.
         loop {
-            let seen = writes.made();
+            let seen = activity.requests();
             tokio::time::sleep(quiet).await;
-            if writes.made() == seen {
+            if activity.requests() == seen {
                 break;
             }
         }
-        let started = writes.made();
+        let started = activity.requests();
         loop {
             // Holding the store only for a step lets it close when its last handle goes.
             let Some(backend) = backend.upgrade() else {
                 return;
             };
             match step(backend).await {
-                Ok(Upkeep::More) if writes.made() == started => continue,
+                Ok(Upkeep::More) if activity.requests() == started => continue,
                 Ok(Upkeep::More) => break,
                 Ok(Upkeep::Done) => {
-                    writes.announced.notified().await;
+                    activity.written.notified().await;
                     break;
                 }
                 Err(error) => {
                     tracing::warn!(%error, "merging the search index failed; trying again after the next write");
-                    writes.announced.notified().await;
+                    activity.written.notified().await;
                     break;
                 }
             }
@@ -114,5 +119,19 @@ mod tests {
             store.search("number 113", &[], 1).await.unwrap()[0].id,
             "note-113"
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_put_the_merge_off() {
+        let backend = written_one_by_one(14);
+        let store = Store::from_backend(Arc::clone(&backend) as Arc<dyn NoteBackend>);
+        let _upkeep = store.spawn_index_upkeep(Duration::from_secs(1));
+        let reading = Instant::now();
+        while reading.elapsed() < Duration::from_millis(2_500) {
+            store.search("deploy", &[], 10).await.expect("search");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(count(&backend) > 1, "merged while searches were running");
+        merged(&backend).await;
     }
 }
