@@ -9,14 +9,23 @@
 //! once it fails, every call is refused with what it found. A file not in WAL mode is checked
 //! before open returns instead.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How long after opening the check starts: a client's first requests (initialize, a
-/// listing, a first search) then do not share the CPU with it.
+/// How long after opening the check starts at the earliest: a client's first requests
+/// (initialize, a listing, a first search) then do not share the CPU with it.
 const START_DELAY: Duration = Duration::from_millis(250);
+
+/// How long the store must go without a request before the check starts: even at the lowest
+/// priority, a check running under a stream of searches on one CPU made their slowest 1% a
+/// third slower.
+const QUIET: Duration = Duration::from_millis(500);
+
+/// How long after opening the check starts at the latest, quiet or not: until it has passed,
+/// the WAL is not copied into the main file.
+const LONGEST_WAIT: Duration = Duration::from_secs(30);
 
 use rusqlite::{Connection, ErrorCode, InterruptHandle};
 
@@ -60,8 +69,13 @@ impl PageCheck {
         }
     }
 
-    /// Starts checking through `conn`, a read-only connection the check owns.
-    pub(super) fn start(conn: Connection, label: String) -> std::io::Result<Self> {
+    /// Starts checking through `conn`, a read-only connection the check owns, once the store
+    /// is quiet: `requests` counts the store's reads and writes.
+    pub(super) fn start(
+        conn: Connection,
+        label: String,
+        requests: Arc<AtomicU64>,
+    ) -> std::io::Result<Self> {
         let verdict = Arc::new(OnceLock::new());
         let cancel = Arc::new(AtomicBool::new(false));
         let hurry = Arc::new(AtomicBool::new(false));
@@ -74,14 +88,7 @@ impl PageCheck {
                 let hurry = Arc::clone(&hurry);
                 move || {
                     yield_to_requests();
-                    let start = Instant::now() + START_DELAY;
-                    while !cancel.load(Ordering::Relaxed) && !hurry.load(Ordering::Relaxed) {
-                        let now = Instant::now();
-                        if now >= start {
-                            break;
-                        }
-                        std::thread::park_timeout(start - now);
-                    }
+                    wait_to_start(&requests, &hurry, &cancel);
                     // A panic inside the check leaves the verdict open-ended otherwise.
                     let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         check(&conn, &cancel)
@@ -134,6 +141,29 @@ impl PageCheck {
             thread.thread().unpark();
             let _ = thread.join();
         }
+    }
+}
+
+/// Waits [`START_DELAY`], then until the store has gone [`QUIET`] without a request, at most
+/// [`LONGEST_WAIT`] in all; at once when someone waits for the verdict or the store closes.
+fn wait_to_start(requests: &AtomicU64, hurry: &AtomicBool, cancel: &AtomicBool) {
+    let opened = Instant::now();
+    let mut seen = requests.load(Ordering::Relaxed);
+    let mut quiet_since = opened;
+    while !cancel.load(Ordering::Relaxed) && !hurry.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        let made = requests.load(Ordering::Relaxed);
+        if made != seen {
+            seen = made;
+            quiet_since = now;
+        }
+        let ready = (opened + START_DELAY)
+            .max(quiet_since + QUIET)
+            .min(opened + LONGEST_WAIT);
+        if now >= ready {
+            break;
+        }
+        std::thread::park_timeout((ready - now).min(QUIET));
     }
 }
 
@@ -201,4 +231,49 @@ fn damaged_pages(conn: &Connection, cancel: &AtomicBool) -> rusqlite::Result<Vec
         problems.extend(found.into_iter().filter(|p| p != "ok"));
     }
     Ok(problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_check_waits_for_a_quiet_spell() {
+        let requests = Arc::new(AtomicU64::new(0));
+        let (hurry, cancel) = (AtomicBool::new(false), AtomicBool::new(false));
+        let busy = Duration::from_millis(1_200);
+        let started = Instant::now();
+        let client = std::thread::spawn({
+            let requests = Arc::clone(&requests);
+            move || {
+                while started.elapsed() < busy {
+                    requests.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        });
+        wait_to_start(&requests, &hurry, &cancel);
+        let waited = started.elapsed();
+        client.join().unwrap();
+        assert!(
+            waited >= busy,
+            "started {waited:?} after open, amid requests"
+        );
+        assert!(waited < LONGEST_WAIT, "{waited:?}");
+    }
+
+    #[test]
+    fn a_quiet_store_is_checked_after_the_start_delay_and_a_waiting_caller_at_once() {
+        let requests = AtomicU64::new(0);
+        let (hurry, cancel) = (AtomicBool::new(false), AtomicBool::new(false));
+        let started = Instant::now();
+        wait_to_start(&requests, &hurry, &cancel);
+        assert!(started.elapsed() >= START_DELAY.max(QUIET));
+        assert!(started.elapsed() < LONGEST_WAIT);
+
+        hurry.store(true, Ordering::Relaxed);
+        let started = Instant::now();
+        wait_to_start(&requests, &hurry, &cancel);
+        assert!(started.elapsed() < START_DELAY);
+    }
 }

@@ -5,8 +5,8 @@
 //! in-memory store has a single connection for everything.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
@@ -111,6 +111,8 @@ pub(super) struct SqliteBackend {
     wrote: AtomicBool,
     /// Whether this process has a merge of the search index under way; see [`index_merge`].
     merging: AtomicBool,
+    /// Reads and writes made, which put the page check off.
+    requests: Arc<AtomicU64>,
 }
 
 impl SqliteBackend {
@@ -160,12 +162,13 @@ impl SqliteBackend {
             .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
             .map_err(|e| open_error(Box::new(e)))?
             .eq_ignore_ascii_case("wal");
+        let requests = Arc::<AtomicU64>::default();
         let pages = match state {
             FileState::Pkb(SCHEMA_VERSION)
                 if in_wal && options.damage_check == DamageCheck::InBackground =>
             {
                 let conn = open_page_checker(path).map_err(|e| open_error(Box::new(e)))?;
-                PageCheck::start(conn, path.display().to_string())
+                PageCheck::start(conn, path.display().to_string(), Arc::clone(&requests))
                     .map_err(|e| open_error(Box::new(e)))?
             }
             // A migration writes to the file, so it waits for the check.
@@ -216,6 +219,7 @@ impl SqliteBackend {
             damage_seen: std::sync::OnceLock::new(),
             wrote: AtomicBool::new(false),
             merging: AtomicBool::new(false),
+            requests,
         };
         backend
             .allow_checkpoints(&lock(&backend.writer))
@@ -245,6 +249,7 @@ impl SqliteBackend {
             damage_seen: std::sync::OnceLock::new(),
             wrote: AtomicBool::new(false),
             merging: AtomicBool::new(false),
+            requests: Arc::default(),
         })
     }
 
@@ -295,6 +300,7 @@ impl SqliteBackend {
         f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
         self.refuse_if_damaged()?;
+        self.requests.fetch_add(1, Ordering::Relaxed);
         match &self.readers {
             Some(pool) => pool.with(f),
             None => f(&lock(&self.writer)),
@@ -322,6 +328,7 @@ impl SqliteBackend {
     ) -> Result<T, StoreError> {
         self.refuse_if_damaged()?;
         self.wrote.store(true, Ordering::Relaxed);
+        self.requests.fetch_add(1, Ordering::Relaxed);
         let mut conn = lock(&self.writer);
         let run = |conn: &mut Connection| {
             self.allow_checkpoints(conn)?;
