@@ -179,6 +179,13 @@ fn search_routed(
         // The scan does not know tags; the tag index is the better source anyway.
         chosen = Route::Here;
     }
+    if forced.is_none() && chosen == Route::Fts5Terms {
+        let rarest = words.iter().map(|w| w.notes).min().unwrap_or(0);
+        if tag_is_rarer(conn, tags, rarest)? {
+            // FTS5 would walk the word's matches for the few that carry the tag.
+            chosen = Route::Here;
+        }
+    }
     tracing::trace!(query, ?chosen, "search route");
     let scan_budget = match chosen {
         Route::Fts5Prefixes => return Ok(Plan::Fts5Prefixes),
@@ -278,6 +285,20 @@ fn search_routed(
     }
     drop(rows);
     ranking.hits(conn, limit)
+}
+
+/// Whether one of `tags` is on far fewer notes than a word held by `notes` notes, so that the
+/// tag index is the better source of candidates. Counts at most a few thousand of its notes.
+fn tag_is_rarer(conn: &Connection, tags: &[String], notes: i64) -> rusqlite::Result<bool> {
+    let enough = (notes / 4).min(5_000);
+    let mut count = conn
+        .prepare_cached("SELECT count(*) FROM (SELECT 1 FROM note_tags WHERE tag = ?1 LIMIT ?2)")?;
+    for tag in tags {
+        if count.query_row(params![tag, enough], |r| r.get::<_, i64>(0))? < enough {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Scores notes newest first from their counts until the window is full, or `budget` notes
@@ -1045,6 +1066,35 @@ mod tests {
             Route::Here,
             "a common prefix beside a rare word: one lookup beats sixty seeks"
         );
+    }
+
+    #[test]
+    fn a_tag_on_far_fewer_notes_than_the_words_supplies_the_candidates() {
+        let backend = SqliteBackend::open_in_memory(false).unwrap();
+        let drafts = (0..400)
+            .map(|i| NoteDraft {
+                id: format!("n{i}"),
+                title: "Common".to_owned(),
+                tags: if i % 40 == 0 {
+                    vec!["everywhere".to_owned(), "seldom".to_owned()]
+                } else {
+                    vec!["everywhere".to_owned()]
+                },
+                body: "common words".to_owned(),
+            })
+            .collect();
+        backend.put_many(drafts, PutMode::CreateOnly).unwrap();
+        let tags = |t: &[&str]| t.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
+        backend.read_for_tests(|conn| {
+            assert!(tag_is_rarer(conn, &tags(&["seldom"]), 400)?);
+            assert!(tag_is_rarer(conn, &tags(&["everywhere", "seldom"]), 400)?);
+            assert!(!tag_is_rarer(conn, &tags(&["everywhere"]), 400)?);
+            assert!(
+                !tag_is_rarer(conn, &tags(&["seldom"]), 30)?,
+                "the word is rarer"
+            );
+            Ok(())
+        });
     }
 
     #[test]
