@@ -2,10 +2,9 @@
 //!
 //! Each query word is folded by FTS5's own tokenizer and looked up in [`super::terms`]'s
 //! vocabulary: the terms it starts and how many notes hold each. From those counts the
-//! planner ([`route`]) picks the cheapest of four ways to rank the newest [`RANK_WINDOW`]
+//! planner ([`route`]) picks the cheapest of three ways to rank the newest [`RANK_WINDOW`]
 //! matches:
 //!
-//! - every word is rare: FTS5's own prefix query and `bm25()`, whose doclist walks are short;
 //! - FTS5 with the words' exact terms ORed (no prefix merge), scored by `pkb_rank`
 //!   ([`super::rank_function`]), which takes the IDFs from the vocabulary where `bm25()` would
 //!   walk every word's doclist to count its notes;
@@ -16,7 +15,7 @@
 //!   newest first and scored here, with no FTS5 at all. If the matches turn out sparser than
 //!   the counts predicted, the rest of the window comes from the rarest word's candidates.
 //!
-//! The last three score alike: FTS5's BM25 formula and weights, each word's IDF from the
+//! All three score alike: FTS5's BM25 formula and weights, each word's IDF from the
 //! notes holding its terms (summed over a prefix's terms, where FTS5's prefix query counts
 //! the notes holding any of them once), and its weighted count summed over its terms.
 //!
@@ -31,10 +30,6 @@ use super::terms::NoteTerms;
 
 /// Most terms one query word may expand to; a shorter prefix is left to FTS5.
 pub(super) const MAX_EXPANSIONS: usize = 256;
-
-/// A query whose every word is held by at most this many notes (summed over a prefix's terms)
-/// is left to FTS5's prefix query, which is then cheap and ranks exactly as FTS5 does.
-pub(super) const FTS5_RANKS_UP_TO: i64 = 5_000;
 
 /// Costs the planner weighs (see [`route`]), in nanoseconds: fitted to each route's time over
 /// two sets of the store benchmark's queries at 100,000 notes, each query forced down every
@@ -123,7 +118,6 @@ pub(super) fn search(
 /// The ways of ranking a query; see the module's description.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Route {
-    Fts5Prefixes,
     Fts5Terms,
     /// Candidates from FTS5 (all words ANDed) or from the tag index, scored here.
     Here,
@@ -188,7 +182,6 @@ fn search_routed(
     }
     tracing::trace!(query, ?chosen, "search route");
     let scan_budget = match chosen {
-        Route::Fts5Prefixes => return Ok(Plan::Fts5Prefixes),
         Route::Fts5Terms => {
             return Ok(Plan::Fts5Terms(Fts5Terms {
                 expr: matches.join(" AND "),
@@ -452,9 +445,6 @@ fn dense(held: f64, notes: i64) -> bool {
 /// - The scan reads notes newest first until the window is full, with no FTS5 at all: as many
 ///   notes as the window needs at the matches' share of all notes.
 fn route(words: &[Word], notes: i64) -> Route {
-    if words.iter().all(|w| w.notes <= FTS5_RANKS_UP_TO) {
-        return Route::Fts5Prefixes;
-    }
     let total = notes.max(1) as f64;
     let window = RANK_WINDOW as f64;
     let expected = expected_matches(words, notes);
@@ -1038,15 +1028,19 @@ mod tests {
     }
 
     #[test]
-    fn the_planner_leaves_rare_words_to_fts5_and_takes_common_ones() {
+    fn the_planner_takes_the_cheapest_route_for_rare_and_common_words() {
         let prefix = |notes, terms: u32| Word {
             terms: (0..terms).collect(),
             notes,
         };
         let word = |notes| prefix(notes, 1);
         let n = 100_000;
-        assert_eq!(route(&[word(300)], n), Route::Fts5Prefixes);
-        assert_eq!(route(&[word(300), word(4_000)], n), Route::Fts5Prefixes);
+        assert_eq!(
+            route(&[word(300)], n),
+            Route::Fts5Terms,
+            "rare: FTS5 steps through its few notes"
+        );
+        assert_eq!(route(&[word(300), word(4_000)], n), Route::Fts5Terms);
         assert!(
             matches!(route(&[word(90_000)], n), Route::Scan(budget) if budget > 2_000),
             "in most notes: the newest notes hold the window"
