@@ -254,6 +254,11 @@ pub trait NoteBackend: Send + Sync {
     fn damage_checked(&self) -> Result<(), StoreError> {
         Ok(())
     }
+    /// How many reads and writes this engine has served for requests; a count that stands
+    /// still means the store is quiet. An engine that does not count answers 0.
+    fn requests_made(&self) -> u64 {
+        0
+    }
     /// One bounded step of merging the search index's pieces, which writes add; whether more
     /// remains. An engine without such an index has nothing to do.
     fn tidy_index_step(&self) -> Result<Upkeep, StoreError> {
@@ -276,8 +281,8 @@ pub struct Store {
     /// Serve the reads; `None` if they could not be started, and reads then take tokio's
     /// blocking pool like writes.
     reads: Option<Arc<read_threads::ReadThreads>>,
-    /// This store's requests, which put off merging the search index.
-    activity: Arc<upkeep::Activity>,
+    /// This store's writes, which wake the index upkeep.
+    writes: Arc<upkeep::Writes>,
 }
 
 /// Reading threads, and read connections, of a store opened with default options or from a
@@ -339,7 +344,7 @@ impl Store {
         Store {
             backend,
             reads,
-            activity: Arc::default(),
+            writes: Arc::default(),
         }
     }
 
@@ -467,7 +472,7 @@ impl Store {
     pub fn spawn_index_upkeep(&self, quiet: Duration) -> tokio::task::JoinHandle<()> {
         tokio::spawn(upkeep::keep_tidy(
             Arc::downgrade(&self.backend),
-            Arc::clone(&self.activity),
+            Arc::clone(&self.writes),
             quiet,
         ))
     }
@@ -493,21 +498,20 @@ impl Store {
         F: FnOnce(&dyn NoteBackend) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        self.activity.read();
         match &self.reads {
             Some(reads) => reads.run(f).await,
             None => self.call(f).await,
         }
     }
 
-    /// Runs the write `f` as [`Store::call`] does, and counts it.
+    /// Runs the write `f` as [`Store::call`] does, and wakes the index upkeep.
     async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         F: FnOnce(&dyn NoteBackend) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
         let written = self.call(f).await;
-        self.activity.wrote();
+        self.writes.record();
         written
     }
 

@@ -111,7 +111,7 @@ pub(super) struct SqliteBackend {
     wrote: AtomicBool,
     /// Whether this process has a merge of the search index under way; see [`index_merge`].
     merging: AtomicBool,
-    /// Reads and writes made, which put the page check off.
+    /// Reads and writes made for requests, which put off the page check and the index upkeep.
     requests: Arc<AtomicU64>,
 }
 
@@ -293,14 +293,23 @@ impl SqliteBackend {
         }
     }
 
-    /// Runs `f` on a reader connection; `action` names it in errors.
+    /// Runs `f` on a reader connection for a request; `action` names it in errors.
     fn read<T>(
         &self,
         action: &'static str,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
-        self.refuse_if_damaged()?;
         self.requests.fetch_add(1, Ordering::Relaxed);
+        self.read_quietly(action, f)
+    }
+
+    /// [`Self::read`] for the store's own upkeep, which must not end a quiet spell.
+    fn read_quietly<T>(
+        &self,
+        action: &'static str,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        self.refuse_if_damaged()?;
         match &self.readers {
             Some(pool) => pool.with(f),
             None => f(&lock(&self.writer)),
@@ -314,21 +323,30 @@ impl SqliteBackend {
         &self,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> T {
-        self.read("run a test", f).expect("test read")
+        self.read_quietly("run a test", f).expect("test read")
     }
 
-    /// Runs `f` in an IMMEDIATE transaction and commits it; `action` names it in errors.
-    /// Taking the write lock up front means waiting for other writers honours the busy
-    /// timeout; a deferred transaction that upgrades from read to write gets SQLITE_BUSY at
-    /// once instead.
+    /// Runs `f` for a request in an IMMEDIATE transaction and commits it; `action` names it
+    /// in errors.
     fn write<T>(
+        &self,
+        action: &'static str,
+        f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.write_quietly(action, f)
+    }
+
+    /// [`Self::write`] for the store's own upkeep, which must not end a quiet spell. Taking
+    /// the write lock up front means waiting for other writers honours the busy timeout; a
+    /// deferred transaction that upgrades from read to write gets SQLITE_BUSY at once instead.
+    fn write_quietly<T>(
         &self,
         action: &'static str,
         f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
         self.refuse_if_damaged()?;
         self.wrote.store(true, Ordering::Relaxed);
-        self.requests.fetch_add(1, Ordering::Relaxed);
         let mut conn = lock(&self.writer);
         let run = |conn: &mut Connection| {
             self.allow_checkpoints(conn)?;
@@ -892,17 +910,22 @@ impl NoteBackend for SqliteBackend {
         self.refuse_if_damaged()
     }
 
+    fn requests_made(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
     fn tidy_index_step(&self) -> Result<Upkeep, StoreError> {
         let start = !self.merging.load(Ordering::Relaxed);
         // Counting on a reader leaves the write lock, and the file, alone when there is
         // nothing to merge.
         if start
-            && self.read("count the search index's segments", index_merge::segments)?
+            && self.read_quietly("count the search index's segments", index_merge::segments)?
                 <= index_merge::MAX_SEGMENTS
         {
             return Ok(Upkeep::Done);
         }
-        let upkeep = self.write("merge the search index", |tx| index_merge::step(tx, start))?;
+        let upkeep =
+            self.write_quietly("merge the search index", |tx| index_merge::step(tx, start))?;
         self.merging
             .store(upkeep == Upkeep::More, Ordering::Relaxed);
         Ok(upkeep)

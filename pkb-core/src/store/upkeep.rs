@@ -4,7 +4,6 @@
 //! time: a write that arrives meanwhile waits for one step at most, and the merge then waits
 //! for the next quiet spell. Only writes add to the index, so only a write wakes it up again.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -12,28 +11,15 @@ use tokio::sync::Notify;
 
 use super::{NoteBackend, StoreError, Upkeep};
 
-/// The requests made through one store's handles, counted, and its writes announced.
+/// The writes made through one store's handles, announced to the upkeep.
 #[derive(Debug, Default)]
-pub(super) struct Activity {
-    requests: AtomicU64,
-    written: Notify,
-}
+pub(super) struct Writes(Notify);
 
-impl Activity {
-    /// Counts a read: the merge waits for a quiet spell, and reads share its CPU and disk.
-    pub(super) fn read(&self) {
-        self.requests.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Counts a write and wakes the upkeep.
-    pub(super) fn wrote(&self) {
-        self.requests.fetch_add(1, Ordering::Relaxed);
+impl Writes {
+    /// Wakes the upkeep after a write.
+    pub(super) fn record(&self) {
         // A permit is kept when nobody waits, so a write made mid-merge is not missed.
-        self.written.notify_one();
-    }
-
-    fn requests(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
+        self.0.notify_one();
     }
 }
 
@@ -44,44 +30,45 @@ async fn step(backend: Arc<dyn NoteBackend>) -> Result<Upkeep, StoreError> {
         .map_err(|e| StoreError::Unavailable(e.to_string()))?
 }
 
-/// Merges the index after a `quiet` spell without requests once it starts, and after each
-/// write. Ends with the runtime, or once the store is gone when it next wakes.
+/// Merges the index after a `quiet` spell without requests (the backend's
+/// [`NoteBackend::requests_made`] standing still) once it starts, and after each write. Ends
+/// with the runtime, or once the store is gone when it next wakes.
 pub(super) async fn keep_tidy(
     backend: Weak<dyn NoteBackend>,
-    activity: Arc<Activity>,
+    writes: Arc<Writes>,
     quiet: Duration,
 ) {
+    // Looks at the store only for a moment, so that it can close when its last handle goes.
+    let requests = || backend.upgrade().map(|b| b.requests_made());
     loop {
         // Wait for a spell with no request in it.
         loop {
-            let seen = activity.requests();
+            let seen = requests();
             tokio::time::sleep(quiet).await;
-            if activity.requests() == seen {
-                break;
+            match requests() {
+                None => return,
+                now if now == seen => break,
+                _ => {}
             }
         }
-        let started = activity.requests();
+        let started = requests();
         loop {
-            // Holding the store only for a step lets it close when its last handle goes.
-            let Some(backend) = backend.upgrade() else {
+            let Some(store) = backend.upgrade() else {
                 return;
             };
-            match step(backend).await {
-                Ok(Upkeep::More) if activity.requests() == started => continue,
+            match step(store).await {
+                Ok(Upkeep::More) if requests() == started => continue,
                 Ok(Upkeep::More) => break,
                 Ok(Upkeep::Done) => {
-                    activity.written.notified().await;
+                    writes.0.notified().await;
                     break;
                 }
                 Err(error) => {
                     tracing::warn!(%error, "merging the search index failed; trying again after the next write");
-                    activity.written.notified().await;
+                    writes.0.notified().await;
                     break;
                 }
             }
-        }
-        if backend.strong_count() == 0 {
-            return;
         }
     }
 }
