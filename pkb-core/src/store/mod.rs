@@ -6,7 +6,9 @@
 //! own read threads, writes to tokio's blocking pool, so a slow search or an fsync never
 //! stalls them.
 
+mod change_watch;
 mod index_merge;
+mod note_cache;
 mod page_check;
 mod query;
 mod rank_function;
@@ -223,6 +225,12 @@ impl Default for StoreOptions {
 pub trait NoteBackend: Send + Sync {
     /// The note with this exact id.
     fn get(&self, id: &str) -> Result<Option<Note>, StoreError>;
+    /// The note with this id if it can be had at once, from memory, and nothing has been
+    /// committed since it was read, by any process; `None` sends the caller to
+    /// [`NoteBackend::get`]. Called on the async runtime's threads, so it must not block.
+    fn get_cached(&self, _id: &str) -> Option<Note> {
+        None
+    }
     /// Saves one note atomically.
     fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError>;
     /// Saves several notes in one atomic transaction; outcomes in the drafts' order.
@@ -356,7 +364,13 @@ impl Store {
     }
 
     /// The note with exactly this id.
+    ///
+    /// A note read since the last commit (by any process) is answered from memory, without
+    /// the hop to a read thread.
     pub async fn get(&self, id: &str) -> Result<Option<Note>, StoreError> {
+        if let Some(note) = self.backend.get_cached(id) {
+            return Ok(Some(note));
+        }
         let id = id.to_owned();
         self.read(move |b| b.get(&id)).await
     }

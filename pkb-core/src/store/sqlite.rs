@@ -15,7 +15,9 @@ use rusqlite::{
     Connection, OpenFlags, OptionalExtension, Row, ToSql, Transaction, TransactionBehavior, params,
 };
 
+use super::change_watch::ChangeWatch;
 use super::index_merge::{self, Upkeep};
+use super::note_cache::NoteCache;
 use super::page_check::{self, PageCheck, Verdict};
 use super::rank_function;
 use super::schema::{self, Depth, FileState, InspectError, SCHEMA_VERSION};
@@ -96,6 +98,9 @@ pub(super) struct SqliteBackend {
     // Declared before `writer` so that readers close first and the writer, closing last,
     // checkpoints the WAL into the main file and removes it.
     readers: Option<ReaderPool>,
+    /// Tells whether anything was committed since a note was read; its connection, too,
+    /// closes before the writer.
+    changes: ChangeWatch,
     writer: Mutex<Connection>,
     /// The file, or `None` in memory; named in error messages.
     path: Option<PathBuf>,
@@ -113,6 +118,8 @@ pub(super) struct SqliteBackend {
     merging: AtomicBool,
     /// Reads and writes made for requests, which put off the page check and the index upkeep.
     requests: Arc<AtomicU64>,
+    /// Notes read since the last commit, served without a query.
+    cache: NoteCache,
 }
 
 impl SqliteBackend {
@@ -220,6 +227,8 @@ impl SqliteBackend {
             wrote: AtomicBool::new(false),
             merging: AtomicBool::new(false),
             requests,
+            changes: ChangeWatch::file(path),
+            cache: NoteCache::new(),
         };
         backend
             .allow_checkpoints(&lock(&backend.writer))
@@ -250,6 +259,8 @@ impl SqliteBackend {
             wrote: AtomicBool::new(false),
             merging: AtomicBool::new(false),
             requests: Arc::default(),
+            changes: ChangeWatch::OwnWrites(AtomicU64::new(0)),
+            cache: NoteCache::new(),
         })
     }
 
@@ -355,7 +366,9 @@ impl SqliteBackend {
             tx.commit()?;
             Ok(out)
         };
-        run(&mut conn).map_err(self.fail(action))
+        let written = run(&mut conn);
+        self.changes.wrote();
+        written.map_err(self.fail(action))
     }
 
     /// Lets the writer copy the WAL into the main file once the page check has passed; until
@@ -785,13 +798,31 @@ fn sorted_with_prefix(
 
 impl NoteBackend for SqliteBackend {
     fn get(&self, id: &str) -> Result<Option<Note>, StoreError> {
-        self.read("read a note", |conn| {
+        let read_at = self.changes.stamp();
+        let note = self.read("read a note", |conn| {
             conn.prepare_cached(
                 "SELECT id, title, tags, body, created_at, updated_at FROM notes WHERE id = ?1",
             )?
             .query_row([id], note_from_row)
             .optional()
-        })
+        })?;
+        // The read may have seen a commit made after `read_at`: keep the note only if there
+        // was none.
+        if let (Some(note), Some(read_at)) = (&note, read_at)
+            && self.changes.stamp() == Some(read_at)
+        {
+            self.cache.keep(note, read_at);
+        }
+        Ok(note)
+    }
+
+    fn get_cached(&self, id: &str) -> Option<Note> {
+        if self.damage().is_some() {
+            return None;
+        }
+        let note = self.cache.get(id, self.changes.stamp()?)?;
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        Some(note)
     }
 
     fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {

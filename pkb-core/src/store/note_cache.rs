@@ -1,0 +1,222 @@
+//! Notes recently read, kept with the moment they were read at, so that reading one again
+//! while nothing was committed is a lookup in memory rather than a hop to a read thread and
+//! a query. Any commit, by any process, makes every entry stale at once; see
+//! [`super::change_watch`].
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use quick_cache::Weighter;
+use quick_cache::unsync::Cache;
+
+use super::change_watch::ChangeStamp;
+use crate::note::Note;
+
+/// How many bytes of notes are kept, at most: about 2,000 notes of 100 words, or 50 of the
+/// longest.
+const CACHE_BYTES: u64 = 2 * 1024 * 1024;
+
+/// A note's weight for [`CACHE_BYTES`]: its text, and a little for the entry itself.
+#[derive(Clone)]
+struct NoteBytes;
+
+impl Weighter<String, Note> for NoteBytes {
+    fn weight(&self, id: &String, note: &Note) -> u64 {
+        let text = id.len()
+            + note.id.len()
+            + note.title.len()
+            + note.body.len()
+            + note.tags.iter().map(String::len).sum::<usize>()
+            + note.created_at.len()
+            + note.updated_at.len();
+        (text + 128) as u64
+    }
+}
+
+/// Notes read while nothing was committed, all from one moment of the store.
+pub(super) struct NoteCache {
+    inner: Mutex<Kept>,
+}
+
+struct Kept {
+    /// When the notes were read; `None` before the first.
+    read_at: Option<ChangeStamp>,
+    notes: Cache<String, Note, NoteBytes>,
+}
+
+impl NoteCache {
+    pub(super) fn new() -> NoteCache {
+        NoteCache {
+            inner: Mutex::new(Kept {
+                read_at: None,
+                notes: Cache::with_weighter(2_000, CACHE_BYTES, NoteBytes),
+            }),
+        }
+    }
+
+    /// The note with this id, if it was kept and nothing has been committed since: `now` is
+    /// the store's stamp at the call.
+    pub(super) fn get(&self, id: &str, now: ChangeStamp) -> Option<Note> {
+        let mut kept = self.lock();
+        if kept.read_at != Some(now) {
+            kept.forget_all();
+            return None;
+        }
+        kept.notes.get(id).cloned()
+    }
+
+    /// Keeps `note`, read at `read_at`. Only call it when nothing was committed between
+    /// `read_at` and the end of the read; notes of an older moment are dropped.
+    pub(super) fn keep(&self, note: &Note, read_at: ChangeStamp) {
+        let mut kept = self.lock();
+        if kept.read_at != Some(read_at) {
+            kept.forget_all();
+            kept.read_at = Some(read_at);
+        }
+        kept.notes.insert(note.id.clone(), note.clone());
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Kept> {
+        // Every change under the lock leaves `Kept` whole, so a panic elsewhere holding it
+        // (there is none) could not leave it half-done.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Kept {
+    fn forget_all(&mut self) {
+        if self.read_at.take().is_some() {
+            self.notes.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU64;
+
+    use super::*;
+    use crate::store::change_watch::ChangeWatch;
+    use crate::store::sqlite::SqliteBackend;
+    use crate::store::{NoteBackend, NoteDraft, PutMode, StoreOptions};
+
+    fn note(id: &str, body: &str) -> Note {
+        Note {
+            id: id.to_owned(),
+            title: format!("Title of {id}"),
+            tags: vec!["cache".to_owned()],
+            body: body.to_owned(),
+            created_at: "2026-11-30T00:00:00Z".to_owned(),
+            updated_at: "2026-11-30T00:00:00Z".to_owned(),
+        }
+    }
+
+    fn draft(id: &str, body: &str) -> NoteDraft {
+        NoteDraft {
+            id: id.to_owned(),
+            title: format!("Title of {id}"),
+            tags: vec![],
+            body: body.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_kept_note_is_served_until_anything_is_committed() {
+        let watch = ChangeWatch::OwnWrites(AtomicU64::new(0));
+        let cache = NoteCache::new();
+        let before = watch.stamp().unwrap();
+        cache.keep(&note("a", "first"), before);
+        assert_eq!(cache.get("a", before).unwrap().body, "first");
+        assert_eq!(cache.get("b", before), None);
+
+        watch.wrote();
+        let after = watch.stamp().unwrap();
+        assert_ne!(after, before);
+        assert_eq!(cache.get("a", after), None);
+        // Forgotten, not only hidden: the old moment does not bring it back.
+        assert_eq!(cache.get("a", before), None);
+    }
+
+    #[test]
+    fn a_note_kept_at_a_new_moment_forgets_the_older_ones() {
+        let watch = ChangeWatch::OwnWrites(AtomicU64::new(0));
+        let cache = NoteCache::new();
+        let before = watch.stamp().unwrap();
+        cache.keep(&note("a", "first"), before);
+        watch.wrote();
+        let after = watch.stamp().unwrap();
+        cache.keep(&note("b", "second"), after);
+        assert_eq!(cache.get("a", after), None);
+        assert_eq!(cache.get("b", after).unwrap().body, "second");
+    }
+
+    #[test]
+    fn the_cache_holds_at_most_its_bytes() {
+        let stamp = ChangeWatch::OwnWrites(AtomicU64::new(0)).stamp().unwrap();
+        let cache = NoteCache::new();
+        let body = "x".repeat(40_000);
+        let ids: Vec<String> = (0..200).map(|i| format!("long-{i}")).collect();
+        for id in &ids {
+            cache.keep(&note(id, &body), stamp);
+        }
+        let kept = ids
+            .iter()
+            .filter(|id| cache.get(id, stamp).is_some())
+            .count();
+        let most = CACHE_BYTES as usize / body.len();
+        assert!(kept > 0 && kept <= most, "kept {kept} notes of 40 kB");
+    }
+
+    #[test]
+    fn a_store_file_serves_a_note_from_memory_until_any_connection_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pkb.db");
+        let options = StoreOptions {
+            seed: false,
+            ..StoreOptions::default()
+        };
+        let reader = SqliteBackend::open(&path, &options).unwrap();
+        let writer = SqliteBackend::open(&path, &options).unwrap();
+        writer
+            .put(draft("shared", "one"), PutMode::CreateOnly)
+            .unwrap();
+        assert_eq!(reader.get_cached("shared"), None, "not read yet");
+        assert_eq!(reader.get("shared").unwrap().unwrap().body, "one");
+        assert_eq!(reader.get_cached("shared").unwrap().body, "one");
+        // Reading commits nothing.
+        writer.get("shared").unwrap();
+        assert_eq!(reader.get_cached("shared").unwrap().body, "one");
+
+        writer
+            .put(draft("shared", "two"), PutMode::Replace)
+            .unwrap();
+        assert_eq!(
+            reader.get_cached("shared"),
+            None,
+            "stale after the other's write"
+        );
+        assert_eq!(reader.get("shared").unwrap().unwrap().body, "two");
+        assert_eq!(reader.get_cached("shared").unwrap().body, "two");
+
+        // A commit that does not touch the note also ends what was kept.
+        writer
+            .put(draft("other", "three"), PutMode::CreateOnly)
+            .unwrap();
+        assert_eq!(reader.get_cached("shared"), None);
+        assert!(writer.delete("shared").unwrap());
+        assert_eq!(reader.get("shared").unwrap(), None);
+        assert_eq!(reader.get_cached("shared"), None);
+    }
+
+    #[test]
+    fn an_in_memory_store_forgets_kept_notes_on_its_own_writes() {
+        let backend = SqliteBackend::open_in_memory(false).unwrap();
+        backend
+            .put(draft("mine", "one"), PutMode::CreateOnly)
+            .unwrap();
+        backend.get("mine").unwrap();
+        assert_eq!(backend.get_cached("mine").unwrap().body, "one");
+        backend.put(draft("mine", "two"), PutMode::Replace).unwrap();
+        assert_eq!(backend.get_cached("mine"), None);
+        assert_eq!(backend.get("mine").unwrap().unwrap().body, "two");
+    }
+}
