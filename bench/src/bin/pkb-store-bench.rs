@@ -200,6 +200,21 @@ async fn run_size(n: usize, keep: Option<&Path>, rows: &mut Vec<Row>) {
     );
 
     let mut samples = Vec::new();
+    for _ in 0..2_000 {
+        let id = &ids[rng.below(n)];
+        store.get(id).await.expect("get");
+        let t = Instant::now();
+        let note = store.get(id).await.expect("get again");
+        samples.push(t.elapsed());
+        assert_eq!(note.map(|n| n.id).as_deref(), Some(id.as_str()));
+    }
+    let s = stats(samples);
+    row(
+        "  get again, nothing committed since: from memory (p50 / p99)",
+        format!("{} / {}", fmt(s.p50), fmt(s.p99)),
+    );
+
+    let mut samples = Vec::new();
     for i in 0..500 {
         let t = Instant::now();
         store
