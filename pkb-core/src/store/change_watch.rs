@@ -16,6 +16,7 @@ use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, ffi};
@@ -42,13 +43,15 @@ pub(super) enum ChangeWatch {
 
 impl ChangeWatch {
     /// Watches the store file at `path` through its WAL index; [`ChangeWatch::Blind`] when the
-    /// file is not in WAL mode or its index cannot be reached.
-    pub(super) fn file(path: &Path) -> ChangeWatch {
-        match WalIndexHeader::open(path) {
+    /// file is not in WAL mode or its index cannot be reached. Opening waits up to
+    /// `busy_timeout` for another process's recovery of the WAL.
+    pub(super) fn file(path: &Path, busy_timeout: Duration) -> ChangeWatch {
+        match WalIndexHeader::open(path, busy_timeout) {
             Ok(Some(header)) => ChangeWatch::WalIndex(header),
             Ok(None) => ChangeWatch::Blind,
             Err(error) => {
-                tracing::debug!(%error, "cannot watch the WAL index; notes are not kept in memory");
+                // Only speed is lost: every note is then read from the file.
+                tracing::warn!(path = %path.display(), %error, "cannot watch the store for commits; notes read are not kept in memory");
                 ChangeWatch::Blind
             }
         }
@@ -87,31 +90,33 @@ pub(super) struct WalIndexHeader {
     _mapping_owner: Mutex<Connection>,
 }
 
-// SAFETY: the pointer is to memory shared between processes, which is only ever read here,
-// through atomic loads, and stays mapped while `_mapping_owner` is open, which is as long as
-// the pointer exists.
+// SAFETY: the pointer is to memory shared between processes and threads, which stays mapped
+// while `_mapping_owner` is open, as long as the pointer exists. This code only reads it,
+// with atomic loads; SQLite writes it with plain stores and a barrier, and reads it through
+// `volatile` pointers, so a load may see a header half-written, which `stamp` detects as
+// SQLite's own readers do.
 unsafe impl Send for WalIndexHeader {}
-// SAFETY: as for `Send`: only atomic loads go through the pointer.
+// SAFETY: as for `Send`: nothing but atomic loads goes through the pointer.
 unsafe impl Sync for WalIndexHeader {}
 
 impl WalIndexHeader {
     /// Opens a connection of its own to the file at `path` and finds its WAL index header;
     /// `None` when the file is not in WAL mode or its index is not in shared memory.
-    fn open(path: &Path) -> rusqlite::Result<Option<WalIndexHeader>> {
+    fn open(path: &Path, busy_timeout: Duration) -> rusqlite::Result<Option<WalIndexHeader>> {
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.busy_timeout(busy_timeout)?;
         // Folding the WAL into the file on close is the store's writer's decision (it waits
         // for the page check), never this connection's.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
-        // A read opens the WAL index.
         let mode: String = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
-        conn.query_row("PRAGMA schema_version", [], |row| row.get::<_, i64>(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Ok(None);
         }
+        // A read of the database maps the WAL index's first region, which `header_of` finds.
+        conn.query_row("PRAGMA schema_version", [], |row| row.get::<_, i64>(0))?;
         let words = header_of(&conn);
         Ok(words.map(|words| WalIndexHeader {
             words,
@@ -194,7 +199,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("watched.db");
         let other = create(&path, "wal");
-        let watch = ChangeWatch::file(&path);
+        let watch = ChangeWatch::file(&path, Duration::from_secs(5));
         assert!(
             matches!(watch, ChangeWatch::WalIndex(_)),
             "a WAL file is watched"
@@ -230,12 +235,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rollback.db");
         let _conn = create(&path, "delete");
-        assert!(matches!(ChangeWatch::file(&path), ChangeWatch::Blind));
+        assert!(matches!(
+            ChangeWatch::file(&path, Duration::from_secs(5)),
+            ChangeWatch::Blind
+        ));
         assert_eq!(ChangeWatch::Blind.stamp(), None);
     }
 
     #[test]
-    fn own_writes_are_counted_after_they_end() {
+    fn every_own_write_gives_a_new_stamp_past_32_bits() {
         let watch = ChangeWatch::OwnWrites(AtomicU64::new(u64::from(u32::MAX)));
         let before = watch.stamp().unwrap();
         watch.wrote();

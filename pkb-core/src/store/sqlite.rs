@@ -227,7 +227,7 @@ impl SqliteBackend {
             wrote: AtomicBool::new(false),
             merging: AtomicBool::new(false),
             requests,
-            changes: ChangeWatch::file(path),
+            changes: ChangeWatch::file(path, BUSY_TIMEOUT),
             cache: NoteCache::new(),
         };
         backend
@@ -369,6 +369,27 @@ impl SqliteBackend {
         let written = run(&mut conn);
         self.changes.wrote();
         written.map_err(self.fail(action))
+    }
+
+    /// Runs `read`, a read of one note, and keeps the note in memory for
+    /// [`NoteBackend::get_cached`].
+    ///
+    /// The stamp is taken before the read, whose snapshot is then at least as new, so a note
+    /// is only ever served at a moment whose data it shows. A commit during the read makes
+    /// that moment past: the note would never be served, and keeping it would drop what was
+    /// kept at the new moment, so it is not kept.
+    pub(super) fn read_and_keep(
+        &self,
+        read: impl FnOnce() -> Result<Option<Note>, StoreError>,
+    ) -> Result<Option<Note>, StoreError> {
+        let read_at = self.changes.stamp();
+        let note = read()?;
+        if let (Some(note), Some(read_at)) = (&note, read_at)
+            && self.changes.stamp() == Some(read_at)
+        {
+            self.cache.keep(note, read_at);
+        }
+        Ok(note)
     }
 
     /// Lets the writer copy the WAL into the main file once the page check has passed; until
@@ -798,22 +819,15 @@ fn sorted_with_prefix(
 
 impl NoteBackend for SqliteBackend {
     fn get(&self, id: &str) -> Result<Option<Note>, StoreError> {
-        let read_at = self.changes.stamp();
-        let note = self.read("read a note", |conn| {
-            conn.prepare_cached(
-                "SELECT id, title, tags, body, created_at, updated_at FROM notes WHERE id = ?1",
-            )?
-            .query_row([id], note_from_row)
-            .optional()
-        })?;
-        // The read may have seen a commit made after `read_at`: keep the note only if there
-        // was none.
-        if let (Some(note), Some(read_at)) = (&note, read_at)
-            && self.changes.stamp() == Some(read_at)
-        {
-            self.cache.keep(note, read_at);
-        }
-        Ok(note)
+        self.read_and_keep(|| {
+            self.read("read a note", |conn| {
+                conn.prepare_cached(
+                    "SELECT id, title, tags, body, created_at, updated_at FROM notes WHERE id = ?1",
+                )?
+                .query_row([id], note_from_row)
+                .optional()
+            })
+        })
     }
 
     fn get_cached(&self, id: &str) -> Option<Note> {
