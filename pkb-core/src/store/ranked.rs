@@ -33,15 +33,23 @@ pub(super) const MAX_EXPANSIONS: usize = 256;
 
 /// Costs the planner weighs (see [`route`]), in nanoseconds: fitted to each route's time over
 /// two sets of the store benchmark's queries at 100,000 notes, each query forced down every
-/// route. A seek costs more the longer the doclist it seeks in: `NS_PER_SEEK_THROUGH_EVERY_NOTE`
-/// is the extra for a word held by every note. `NS_PER_RANKED_ROW` fell from 1,650 once
-/// `pkb_rank` stopped reading the length of rows that cannot make the results: with 1,000 and
-/// 600, the planner's p99 over both query sets was 0.3-0.6 ms lower than with 1,650 (three
-/// alternating runs each), with no difference between the two.
+/// route. `NS_PER_RANKED_ROW` fell from 1,650 once `pkb_rank` stopped reading the length of
+/// rows that cannot make the results: with 1,000 and 600, the planner's p99 over both query
+/// sets was 0.3-0.6 ms lower than with 1,650 (three alternating runs each), with no
+/// difference between the two.
+///
+/// FTS5 seeks each term of the other words at every candidate. A seek costs
+/// `NS_PER_SEEK_PER_TERM` while the term still has entries to step to, plus
+/// `NS_PER_ENTRY_SKIPPED` for each entry it passes between two candidates, up to
+/// `NS_PER_FAR_SEEK`, where the doclist's index takes it to a page of its own. This replaced a
+/// cost per term and per candidate, which put a rare word beside a prefix of many rare terms
+/// at twice its time (`tru foust`: 8.5 ms foreseen, 2.5 ms measured) and a common word beside
+/// a rare one at half of it (`hor wenbeamlam`: 1.0 ms foreseen, 2.3 ms measured).
 const NS_PER_TERM_OPENED: f64 = 13_000.0;
 const NS_PER_ROW_PER_TERM: f64 = 80.0;
 const NS_PER_SEEK_PER_TERM: f64 = 100.0;
-const NS_PER_SEEK_THROUGH_EVERY_NOTE: f64 = 2_000.0;
+const NS_PER_ENTRY_SKIPPED: f64 = 20.0;
+const NS_PER_FAR_SEEK: f64 = 4_000.0;
 const NS_PER_RANKED_ROW: f64 = 1_000.0;
 const NS_PER_DENSE_READ: f64 = 1_700.0;
 const NS_PER_SPARSE_READ: f64 = 3_500.0;
@@ -75,6 +83,8 @@ const RANGE_READ_SPREAD: i64 = 4;
 /// One query word: the ids of the terms it starts, and how many notes hold one of them.
 struct Word {
     terms: Vec<u32>,
+    /// How many notes hold each term, in the order of `terms`.
+    term_notes: Vec<i64>,
     notes: i64,
 }
 
@@ -437,8 +447,8 @@ fn dense(held: f64, notes: i64) -> bool {
 /// measured at. Words are taken as independent to estimate how many notes hold them all.
 ///
 /// - FTS5 steps through the rarest word's terms until the window holds enough matches,
-///   seeking every other word's terms at each (the longer their doclists, the dearer), and
-///   `pkb_rank` scores each match.
+///   seeking every other word's terms at each (the more entries a seek passes, the dearer),
+///   and `pkb_rank` scores each match.
 /// - Scoring here steps through the rarest word's terms the same way but reads each
 ///   candidate's counts instead of seeking: a range read when the word is in a quarter of the
 ///   notes or more, so that the window's candidates lie close together, a lookup otherwise.
@@ -448,18 +458,32 @@ fn route(words: &[Word], notes: i64) -> Route {
     let total = notes.max(1) as f64;
     let window = RANK_WINDOW as f64;
     let expected = expected_matches(words, notes);
-    let rarest = words.iter().min_by_key(|w| w.notes).unwrap_or(&words[0]);
+    let rarest_index = (0..words.len())
+        .min_by_key(|&i| words[i].notes)
+        .unwrap_or(0);
+    let rarest = &words[rarest_index];
     let share = (expected / rarest.notes.max(1) as f64).clamp(1e-6, 1.0);
     let candidates = (window / share).min(rarest.notes as f64);
-    let rarest_terms = rarest.terms.len() as f64;
-    let other_terms = words.iter().map(|w| w.terms.len()).sum::<usize>() as f64 - rarest_terms;
-    let stepped = rarest_terms * (NS_PER_TERM_OPENED + candidates * NS_PER_ROW_PER_TERM);
+    let stepped =
+        rarest.terms.len() as f64 * (NS_PER_TERM_OPENED + candidates * NS_PER_ROW_PER_TERM);
 
-    let others_share =
-        words.iter().map(|w| w.notes as f64).sum::<f64>() / total - rarest.notes as f64 / total;
+    let others = words
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != rarest_index)
+        .flat_map(|(_, word)| &word.term_notes);
+    let mut seeks = 0.0;
+    let mut other_terms = 0.0;
+    for &term_notes in others {
+        // The term's entries between two of the rarest word's notes.
+        let between = term_notes as f64 / rarest.notes.max(1) as f64;
+        seeks += NS_PER_SEEK_PER_TERM * between.min(1.0)
+            + (between * NS_PER_ENTRY_SKIPPED).min(NS_PER_FAR_SEEK);
+        other_terms += 1.0;
+    }
     let fts5 = stepped
-        + other_terms * (NS_PER_TERM_OPENED + candidates * NS_PER_SEEK_PER_TERM)
-        + candidates * others_share * NS_PER_SEEK_THROUGH_EVERY_NOTE
+        + other_terms * NS_PER_TERM_OPENED
+        + candidates * seeks
         + expected.min(window) * NS_PER_RANKED_ROW;
     let read = if dense(rarest.notes as f64, notes) {
         NS_PER_DENSE_READ
@@ -564,6 +588,7 @@ fn expand(conn: &Connection, prefix: &str) -> rusqlite::Result<Option<(Word, Vec
     let mut rows = stmt.query(params![prefix, end, probe])?;
     let mut word = Word {
         terms: Vec::new(),
+        term_notes: Vec::new(),
         notes: 0,
     };
     let mut phrases = Vec::new();
@@ -577,7 +602,9 @@ fn expand(conn: &Connection, prefix: &str) -> rusqlite::Result<Option<(Word, Vec
             "\"{}\"",
             row.get::<_, String>(1)?.replace('"', "\"\"")
         ));
-        word.notes = word.notes.saturating_add(row.get(2)?);
+        let notes: i64 = row.get(2)?;
+        word.term_notes.push(notes);
+        word.notes = word.notes.saturating_add(notes);
     }
     Ok(Some((word, phrases)))
 }
@@ -1029,8 +1056,9 @@ mod tests {
 
     #[test]
     fn the_planner_takes_the_cheapest_route_for_rare_and_common_words() {
-        let prefix = |notes, terms: u32| Word {
+        let prefix = |notes: i64, terms: u32| Word {
             terms: (0..terms).collect(),
+            term_notes: vec![notes / i64::from(terms); terms as usize],
             notes,
         };
         let word = |notes| prefix(notes, 1);
@@ -1052,8 +1080,13 @@ mod tests {
         );
         assert_eq!(
             route(&[word(90_000), word(300)], n),
+            Route::Here,
+            "a common word beside a rare one: each seek jumps a page of the common one's doclist"
+        );
+        assert_eq!(
+            route(&[prefix(46_000, 22), word(4_096)], n),
             Route::Fts5Terms,
-            "a common word beside a rare one: seeks at the rare one's few notes"
+            "a prefix of many rarer terms beside a mid-frequency word: most seeks pass few entries"
         );
         assert_eq!(
             route(&[prefix(90_000, 60), word(300)], n),
