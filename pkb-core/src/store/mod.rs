@@ -2,9 +2,10 @@
 //!
 //! [`Store`] is a cheap-to-clone async handle over a [`NoteBackend`]. The backend that ships is
 //! one SQLite file (WAL, full fsync on commit, FTS5 for search); nothing outside this module
-//! depends on that. No backend call runs on the runtime's workers: reads go to the store's
-//! own read threads, writes to tokio's blocking pool, so a slow search or an fsync never
-//! stalls them.
+//! depends on that. No backend call that may block runs on the runtime's workers: reads go to
+//! the store's own read threads, writes to tokio's blocking pool, so a slow search or an fsync
+//! never stalls them. A note read since the last commit is answered from memory where it is
+//! asked for.
 
 mod change_watch;
 mod index_merge;
@@ -219,9 +220,9 @@ impl Default for StoreOptions {
 
 /// The synchronous storage engine behind [`Store`].
 ///
-/// Methods may block on disk I/O; [`Store`] calls reads from its read threads and writes from
-/// tokio's blocking pool. Inputs
-/// reaching `put` and `put_many` have been validated and normalised by [`Store`].
+/// Methods may block on disk I/O, except [`NoteBackend::get_cached`]; [`Store`] calls reads
+/// from its read threads and writes from tokio's blocking pool. Inputs reaching `put` and
+/// `put_many` have been validated and normalised by [`Store`].
 pub trait NoteBackend: Send + Sync {
     /// The note with this exact id.
     fn get(&self, id: &str) -> Result<Option<Note>, StoreError>;
