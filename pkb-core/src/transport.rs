@@ -3,11 +3,15 @@
 //! longer than [`MAX_MESSAGE_BYTES`] (refused without being buffered).
 //!
 //! `tools/call`, the request that carries the load, is decoded directly when it has the plain
-//! shape (see `decode_call_tool`): rmcp's generic decoder tries each of its 22 request types
-//! in turn and spent about 45% of the server's instructions on an `echo` call.
+//! shape (see `plain_call_tool`): rmcp's generic decoder tries each of its 22 request types
+//! in turn and spent about 45% of the server's instructions on an `echo` call. With
+//! [`DirectCalls`] such a call is also answered here rather than in rmcp's service loop.
+
+mod direct_calls;
 
 use std::sync::Arc;
 
+pub use direct_calls::DirectCalls;
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequestParams, ClientRequest, JsonRpcMessage, NumberOrString, Request, RequestId,
@@ -31,6 +35,7 @@ pub struct LineTransport<R, W> {
     overflow: bool,
     /// `line` holds a line already handed out; clear it before reading the next.
     delivered: bool,
+    direct: Option<Arc<DirectCalls>>,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -46,7 +51,15 @@ where
             line: Vec::with_capacity(4096),
             overflow: false,
             delivered: false,
+            direct: None,
         }
+    }
+
+    /// The same transport, answering plain tool calls itself through `direct` once it is
+    /// started.
+    pub fn with_direct_calls(mut self, direct: Arc<DirectCalls>) -> Self {
+        self.direct = Some(direct);
+        self
     }
 
     /// Reads one line into `self.line`, keeping at most `MAX_MESSAGE_BYTES`. Returns `None`
@@ -89,6 +102,14 @@ where
             }
         }
     }
+}
+
+/// Lets calls answered by `direct` finish while rmcp's loop still runs, then ends the input.
+async fn end_of_input(direct: Option<&DirectCalls>) -> Option<RxJsonRpcMessage<RoleServer>> {
+    if let Some(direct) = direct {
+        direct.drain().await;
+    }
+    None
 }
 
 /// Answers a line that never became a message. The write runs as its own task, so the
@@ -138,10 +159,10 @@ where
         loop {
             let complete = match self.read_line().await {
                 Ok(Some(complete)) => complete,
-                Ok(None) => return None,
+                Ok(None) => return end_of_input(self.direct.as_deref()).await,
                 Err(error) => {
                     tracing::info!(%error, "stdin closed");
-                    return None;
+                    return end_of_input(self.direct.as_deref()).await;
                 }
             };
             if !complete {
@@ -169,10 +190,23 @@ where
                     continue;
                 }
             };
-            let value = match decode_call_tool(value) {
-                Ok(message) => return Some(message),
+            let value = match plain_call_tool(value) {
+                Ok((id, call)) => {
+                    if let Some(direct) = &self.direct
+                        && let Some(peer) = direct.peer()
+                    {
+                        direct.answer(peer, id, call, &self.writer).await;
+                        continue;
+                    }
+                    return Some(call_tool_message(id, call));
+                }
                 Err(value) => value,
             };
+            if let Some(direct) = &self.direct
+                && let Some(id) = cancelled_request_id(&value)
+            {
+                direct.cancel(&id);
+            }
             let id = invalid_answer_id(&value);
             let known_method = value
                 .get("method")
@@ -197,16 +231,19 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
+        if let Some(direct) = &self.direct {
+            direct.drain().await;
+        }
         self.writer.lock().await.flush().await
     }
 }
 
 /// A `tools/call` request of the plain shape (`jsonrpc`, `id`, `method` and `params` holding a
-/// `name` and optional `arguments`, nothing else) as the message rmcp's own decoder makes of it:
-/// the same `CallToolRequest`, with empty extensions since there is no `_meta`. Anything else,
-/// including every malformed call, is handed back for the generic path, so errors and rarer
-/// fields behave exactly as before.
-fn decode_call_tool(value: Value) -> Result<RxJsonRpcMessage<RoleServer>, Value> {
+/// `name` and optional `arguments`, nothing else): its id and params, as rmcp's own decoder
+/// makes them (no `_meta`, so nothing else to carry). Anything else, including every malformed
+/// call, is handed back for the generic path, so errors and rarer fields behave exactly as
+/// before.
+fn plain_call_tool(value: Value) -> Result<(RequestId, CallToolRequestParams), Value> {
     let Value::Object(mut object) = value else {
         return Err(value);
     };
@@ -225,11 +262,16 @@ fn decode_call_tool(value: Value) -> Result<RxJsonRpcMessage<RoleServer>, Value>
     if let Some(Value::Object(arguments)) = params.remove("arguments") {
         call = call.with_arguments(arguments);
     }
-    let request = ClientRequest::CallToolRequest(Request::new(call));
-    Ok(JsonRpcMessage::request(request, id))
+    Ok((id, call))
 }
 
-/// The id of a plain `tools/call` request (see [`decode_call_tool`]); `None` for any other
+/// The message rmcp's decoder makes of a plain call: the same `CallToolRequest`, with empty
+/// extensions since there is no `_meta`.
+fn call_tool_message(id: RequestId, call: CallToolRequestParams) -> RxJsonRpcMessage<RoleServer> {
+    JsonRpcMessage::request(ClientRequest::CallToolRequest(Request::new(call)), id)
+}
+
+/// The id of a plain `tools/call` request (see [`plain_call_tool`]); `None` for any other
 /// message.
 fn plain_call_tool_id(object: &Map<String, Value>) -> Option<RequestId> {
     let params = object.get("params")?.as_object()?;
@@ -248,11 +290,24 @@ fn plain_call_tool_id(object: &Map<String, Value>) -> Option<RequestId> {
     if !plain {
         return None;
     }
-    match object.get("id")? {
+    request_id(object.get("id")?)
+}
+
+/// A JSON-RPC id as rmcp holds it: an integer or a string.
+fn request_id(id: &Value) -> Option<RequestId> {
+    match id {
         Value::Number(n) => n.as_i64().map(NumberOrString::Number),
         Value::String(s) => Some(NumberOrString::String(s.as_str().into())),
         _ => None,
     }
+}
+
+/// The request a `notifications/cancelled` names, if `value` is one.
+fn cancelled_request_id(value: &Value) -> Option<RequestId> {
+    if value.get("method")?.as_str()? != "notifications/cancelled" {
+        return None;
+    }
+    request_id(value.get("params")?.get("requestId")?)
 }
 
 /// The id to answer an invalid message with, or `None` when it must not be answered: a
@@ -300,13 +355,43 @@ mod tests {
                    "params": {"name": "", "arguments": {}}}),
         ];
         for call in calls {
-            let fast = decode_call_tool(call.clone()).expect("a plain call takes the fast path");
+            let (id, params) =
+                plain_call_tool(call.clone()).expect("a plain call takes the fast path");
+            let fast = call_tool_message(id, params);
             let slow = generic(&call).expect("rmcp decodes it");
             assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{call}");
             assert_eq!(
                 serde_json::to_value(&fast).unwrap(),
                 serde_json::to_value(&slow).unwrap()
             );
+        }
+    }
+
+    #[test]
+    fn a_cancellation_names_the_request_it_cancels() {
+        let named = |value: Value| cancelled_request_id(&value);
+        assert_eq!(
+            named(
+                json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": 5, "reason": "gone"}})
+            ),
+            Some(NumberOrString::Number(5))
+        );
+        assert_eq!(
+            named(
+                json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": "a"}})
+            ),
+            Some(NumberOrString::String("a".into()))
+        );
+        for other in [
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                   "params": {"requestId": 5}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": 1.5}}),
+        ] {
+            assert_eq!(named(other.clone()), None, "{other}");
         }
     }
 
@@ -336,7 +421,7 @@ mod tests {
         ];
         for other in others {
             assert_eq!(
-                decode_call_tool(other.clone()).expect_err("not a plain call"),
+                plain_call_tool(other.clone()).expect_err("not a plain call"),
                 other
             );
         }

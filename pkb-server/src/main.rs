@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use pkb_core::store::Store;
-use pkb_core::transport::LineTransport;
+use pkb_core::transport::{DirectCalls, LineTransport};
 use pkb_core::{Context, PkbServer, Registry};
 use rmcp::ServiceExt;
 use tracing_subscriber::EnvFilter;
@@ -98,10 +98,11 @@ async fn serve(registry: Arc<Registry>, store: Store, sampling_timeout: Duration
         Ok(shutdown) => shutdown,
         Err(error) => return fail(&format!("cannot listen for signals: {error}")),
     };
-    let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
-    let transport = LineTransport::new(stdin, stdout);
     let _upkeep = store.spawn_index_upkeep(INDEX_UPKEEP_QUIET);
     let server = PkbServer::new(registry, store).with_sampling_timeout(sampling_timeout);
+    let direct_calls = DirectCalls::new(server.clone());
+    let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
+    let transport = LineTransport::new(stdin, stdout).with_direct_calls(direct_calls.clone());
     let mut shutdown = Box::pin(shutdown.received());
     let service = tokio::select! {
         served = server.serve(transport) => match served {
@@ -113,6 +114,8 @@ async fn serve(registry: Arc<Registry>, store: Store, sampling_timeout: Duration
             return ExitCode::SUCCESS;
         }
     };
+    // From here the session is initialized: plain tool calls skip rmcp's service loop.
+    direct_calls.start(service.peer().clone());
     let cancel = service.cancellation_token();
     tokio::spawn(async move {
         shutdown.await;

@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 
 struct RawServer {
     child: Child,
-    stdin: ChildStdin,
+    /// `None` once [`RawServer::finish`] closed it.
+    stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
 }
 
@@ -24,7 +25,7 @@ impl RawServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn");
-        let stdin = child.stdin.take().unwrap();
+        let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         Self {
             child,
@@ -34,9 +35,10 @@ impl RawServer {
     }
 
     fn send_raw(&mut self, bytes: &[u8]) {
-        self.stdin.write_all(bytes).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
-        self.stdin.flush().unwrap();
+        let stdin = self.stdin.as_mut().expect("input still open");
+        stdin.write_all(bytes).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
     }
 
     fn send(&mut self, message: Value) {
@@ -59,8 +61,12 @@ impl RawServer {
     }
 
     fn initialize(&mut self, version: &str) -> Value {
+        self.initialize_with(version, json!({}))
+    }
+
+    fn initialize_with(&mut self, version: &str, capabilities: Value) -> Value {
         self.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}));
+            "protocolVersion": version, "capabilities": capabilities, "clientInfo": {"name": "raw", "version": "0"}}}));
         let answer = self.receive();
         if answer.get("result").is_some() {
             self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
@@ -77,6 +83,28 @@ impl RawServer {
             "{answer}"
         );
     }
+
+    /// Closes the server's input, then returns every message it wrote until it exited, which
+    /// it must do cleanly.
+    fn finish(&mut self) -> Vec<Value> {
+        drop(self.stdin.take());
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.stdout, &mut rest).unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "exit on stdin EOF: {status}");
+        rest.lines()
+            .map(|line| {
+                let value: Value = serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
+                assert_eq!(value["jsonrpc"], "2.0", "{value}");
+                value
+            })
+            .collect()
+    }
+}
+
+fn tool_call(id: i64, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
 }
 
 impl Drop for RawServer {
@@ -207,25 +235,83 @@ fn stdout_carries_only_json_rpc_even_at_trace_level() {
     server.send(json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "write", "arguments": {"title": "Trace", "body": "x"}}}));
     let answer = server.receive();
     assert_eq!(answer["result"]["content"][0]["text"], "saved: trace");
-    // Closing stdin ends the server cleanly, with nothing further on stdout.
-    drop(std::mem::replace(
-        &mut server.stdin,
-        Command::new("true")
-            .stdin(Stdio::piped())
-            .spawn()
-            .unwrap()
-            .stdin
-            .take()
-            .unwrap(),
+    // Closing stdin ends the server cleanly, with nothing but JSON-RPC on stdout.
+    server.finish();
+}
+
+#[test]
+fn a_tool_call_before_initialize_is_refused_and_runs_nothing() {
+    let mut server = RawServer::start("warn");
+    server.send(tool_call(
+        1,
+        "write",
+        json!({"title": "Early", "body": "x"}),
     ));
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut server.stdout, &mut rest).unwrap();
-    for line in rest.lines() {
-        let value: Value = serde_json::from_str(line).expect("only JSON on stdout");
-        assert_eq!(value["jsonrpc"], "2.0");
+    let answer = server.receive();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert!(answer["error"]["code"].is_i64(), "{answer}");
+    server.initialize("2025-11-25");
+    server.send(tool_call(2, "fetch", json!({"id": "early"})));
+    let answer = server.receive();
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        "No note found with ID: early"
+    );
+}
+
+#[test]
+fn calls_in_flight_when_input_ends_are_all_answered() {
+    let mut server = RawServer::start("warn");
+    server.initialize("2025-11-25");
+    let mut burst = String::new();
+    for id in 1..=40 {
+        let (name, arguments) = if id % 2 == 0 {
+            ("write", json!({"title": format!("Late {id}"), "body": "x"}))
+        } else {
+            ("search", json!({"query": "deploy"}))
+        };
+        burst.push_str(&tool_call(id, name, arguments).to_string());
+        burst.push('\n');
     }
-    let status = server.child.wait().unwrap();
-    assert!(status.success(), "exit on stdin EOF: {status}");
+    server.send_raw(burst.trim_end().as_bytes());
+    let mut answered: Vec<i64> = server
+        .finish()
+        .iter()
+        .filter_map(|message| message["id"].as_i64())
+        .collect();
+    answered.sort_unstable();
+    assert_eq!(answered, (1..=40).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_cancelled_call_gets_no_answer_and_the_others_still_do() {
+    let mut server = RawServer::start("warn");
+    server.initialize_with("2025-11-25", json!({"sampling": {}}));
+    server.send(tool_call(5, "summarize", json!({"id": "todo"})));
+    server.send(tool_call(6, "summarize", json!({"id": "deploy-checklist"})));
+    // Both calls now wait on the client's model.
+    let asks = [server.receive(), server.receive()];
+    for ask in &asks {
+        assert_eq!(ask["method"], "sampling/createMessage", "{ask}");
+    }
+    server.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 5, "reason": "the user moved on"}}),
+    );
+    for ask in &asks {
+        server.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {
+            "role": "assistant", "model": "raw",
+            "content": {"type": "text", "text": "A summary."}}}));
+    }
+    let rest = server.finish();
+    let answers: Vec<&Value> = rest.iter().filter(|m| m.get("id").is_some()).collect();
+    assert_eq!(answers.len(), 1, "{rest:?}");
+    assert_eq!(answers[0]["id"], 6);
+    assert_eq!(
+        answers[0]["result"]["structuredContent"]["summary"],
+        "A summary."
+    );
 }
 
 #[tokio::test]

@@ -75,9 +75,9 @@ fn severity(level: LoggingLevel) -> u8 {
     }
 }
 
-/// A poisoned lock only means another request panicked mid-update of a plain set; the data is
-/// still usable, and one bad request must not stop the server.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// A poisoned lock only means another request panicked mid-update of a plain collection; the
+/// data is still usable, and one bad request must not stop the server.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
