@@ -5,21 +5,21 @@
 #![allow(deprecated)]
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
     CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, Implementation, InitializeResult, ListPromptsResult,
+    GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     Reference, Resource, ResourceContents, ServerCapabilities, SetLevelRequestParams,
     SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
-use rmcp::{RoleServer, ServerHandler};
+use rmcp::{Peer, RoleServer, ServerHandler};
 use serde_json::json;
 
 use crate::note::is_valid_id;
@@ -37,6 +37,8 @@ pub struct PkbServer {
     store: Store,
     session: Arc<Session>,
     sampling_timeout: std::time::Duration,
+    /// The client handle of the session, once `initialize` has been answered.
+    peer: Arc<OnceLock<Peer<RoleServer>>>,
 }
 
 impl PkbServer {
@@ -47,6 +49,7 @@ impl PkbServer {
             store,
             session: Arc::default(),
             sampling_timeout: crate::summary::SAMPLING_TIMEOUT,
+            peer: Arc::default(),
         }
     }
 
@@ -59,6 +62,12 @@ impl PkbServer {
     /// The registry it serves.
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The session's handle on its client, from the moment `initialize` succeeded (before its
+    /// answer is written). `None` before that.
+    pub fn peer(&self) -> Option<&Peer<RoleServer>> {
+        self.peer.get()
     }
 
     fn context(&self, request: &RequestContext<RoleServer>) -> Context {
@@ -159,6 +168,21 @@ impl ServerHandler for PkbServer {
         implementation.version = env!("CARGO_PKG_VERSION").into();
         info.server_info = implementation;
         info
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // rmcp's default, plus keeping the peer: `DirectCalls` answers from the first call
+        // the client sends after this answer.
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        if self.peer.set(context.peer).is_err() {
+            tracing::warn!("initialize came twice; kept the first session's client handle");
+        }
+        Ok(result)
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {

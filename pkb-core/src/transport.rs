@@ -35,6 +35,8 @@ pub struct LineTransport<R, W> {
     overflow: bool,
     /// `line` holds a line already handed out; clear it before reading the next.
     delivered: bool,
+    /// The input has ended (or failed): nothing more is read.
+    ended: bool,
     direct: Option<Arc<DirectCalls>>,
 }
 
@@ -51,12 +53,13 @@ where
             line: Vec::with_capacity(4096),
             overflow: false,
             delivered: false,
+            ended: false,
             direct: None,
         }
     }
 
-    /// The same transport, answering plain tool calls itself through `direct` once it is
-    /// started.
+    /// The same transport, answering plain tool calls itself through `direct` once the client
+    /// has initialized.
     pub fn with_direct_calls(mut self, direct: Arc<DirectCalls>) -> Self {
         self.direct = Some(direct);
         self
@@ -107,7 +110,9 @@ where
 /// Lets calls answered by `direct` finish while rmcp's loop still runs, then ends the input.
 async fn end_of_input(direct: Option<&DirectCalls>) -> Option<RxJsonRpcMessage<RoleServer>> {
     if let Some(direct) = direct {
-        direct.drain().await;
+        direct
+            .wait_for_running(direct_calls::END_OF_INPUT_WAIT)
+            .await;
     }
     None
 }
@@ -157,12 +162,21 @@ where
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
+            // rmcp may drop this future while it waits at the end of input, and call again:
+            // the end is remembered rather than read a second time (a terminal would block).
+            if self.ended {
+                return end_of_input(self.direct.as_deref()).await;
+            }
             let complete = match self.read_line().await {
                 Ok(Some(complete)) => complete,
-                Ok(None) => return end_of_input(self.direct.as_deref()).await,
+                Ok(None) => {
+                    self.ended = true;
+                    continue;
+                }
                 Err(error) => {
                     tracing::info!(%error, "stdin closed");
-                    return end_of_input(self.direct.as_deref()).await;
+                    self.ended = true;
+                    continue;
                 }
             };
             if !complete {
@@ -232,7 +246,7 @@ where
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         if let Some(direct) = &self.direct {
-            direct.drain().await;
+            direct.wait_for_running(direct_calls::CLOSE_WAIT).await;
         }
         self.writer.lock().await.flush().await
     }

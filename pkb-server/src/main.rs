@@ -100,9 +100,10 @@ async fn serve(registry: Arc<Registry>, store: Store, sampling_timeout: Duration
     };
     let _upkeep = store.spawn_index_upkeep(INDEX_UPKEEP_QUIET);
     let server = PkbServer::new(registry, store).with_sampling_timeout(sampling_timeout);
+    // Once the client has initialized, plain tool calls skip rmcp's service loop.
     let direct_calls = DirectCalls::new(server.clone());
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
-    let transport = LineTransport::new(stdin, stdout).with_direct_calls(direct_calls.clone());
+    let transport = LineTransport::new(stdin, stdout).with_direct_calls(direct_calls);
     let mut shutdown = Box::pin(shutdown.received());
     let service = tokio::select! {
         served = server.serve(transport) => match served {
@@ -114,8 +115,6 @@ async fn serve(registry: Arc<Registry>, store: Store, sampling_timeout: Duration
             return ExitCode::SUCCESS;
         }
     };
-    // From here the session is initialized: plain tool calls skip rmcp's service loop.
-    direct_calls.start(service.peer().clone());
     let cancel = service.cancellation_token();
     tokio::spawn(async move {
         shutdown.await;

@@ -314,6 +314,34 @@ fn a_cancelled_call_gets_no_answer_and_the_others_still_do() {
     );
 }
 
+#[test]
+fn an_id_reused_after_its_answer_can_be_cancelled() {
+    let mut server = RawServer::start("warn");
+    server.initialize_with("2025-11-25", json!({"sampling": {}}));
+    let summarize = |server: &mut RawServer, cancel: bool| {
+        server.send(tool_call(7, "summarize", json!({"id": "todo"})));
+        let ask = server.receive();
+        assert_eq!(ask["method"], "sampling/createMessage", "{ask}");
+        if cancel {
+            server.send(
+                json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 7}}),
+            );
+        }
+        server.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {
+            "role": "assistant", "model": "raw",
+            "content": {"type": "text", "text": "Again."}}}));
+    };
+    summarize(&mut server, false);
+    assert_eq!(server.receive()["id"], 7);
+    summarize(&mut server, true);
+    let rest = server.finish();
+    assert!(
+        rest.iter().all(|message| message.get("id").is_none()),
+        "{rest:?}"
+    );
+}
+
 #[tokio::test]
 async fn listings_match_the_golden_file() {
     let client = support::connect_memory().await;

@@ -1,5 +1,5 @@
 //! Plain `tools/call` requests answered where the transport read them, through the same
-//! handler rmcp's service loop would call, once the session is running.
+//! handler rmcp's service loop would call, once the client has initialized.
 //!
 //! rmcp's loop gives every request a spawned task holding a 4.4 KB future, a channel hop back
 //! to the loop and a second task to write the answer: on an `echo` that was about half of the
@@ -14,9 +14,11 @@
 //! the end of input waits for answers still on their way. It waits before rmcp's loop learns
 //! of the end: the loop still carries the handlers' notifications meanwhile, which a `write`
 //! awaits before its answer (rmcp's own drain, after the loop, loses such answers).
+//! Before `initialize` has succeeded every call goes to rmcp, which refuses it.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::Poll;
 use std::time::Duration;
@@ -34,46 +36,43 @@ use tokio_util::task::TaskTracker;
 use crate::PkbServer;
 use crate::framework::context::lock;
 
-/// How long closing waits for calls still being answered: what rmcp's loop allows its own
-/// handlers at the end of input.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the end of input waits for calls still being answered: what rmcp's loop allows its
+/// own handlers then.
+pub(super) const END_OF_INPUT_WAIT: Duration = Duration::from_secs(5);
+
+/// How long closing waits for them otherwise (the service was cancelled, as on SIGTERM): what
+/// rmcp's loop allows its own handlers then. A call waiting on the client through rmcp's
+/// stopped loop cannot finish, so waiting longer would only delay the exit.
+pub(super) const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// Answers plain tool calls for one session, from inside its [`LineTransport`].
 ///
 /// [`LineTransport`]: super::LineTransport
 pub struct DirectCalls {
     server: PkbServer,
-    /// Set once rmcp has answered `initialize`; until then every call goes through rmcp.
-    peer: OnceLock<Peer<RoleServer>>,
-    /// Calls that did not finish at once, by request ID, so a cancellation can find them.
-    waiting: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Calls being answered, by request ID, so a cancellation can find them; each with the
+    /// ticket of the call that registered it, in case a client reuses an ID while it runs.
+    running: Mutex<HashMap<RequestId, (u64, CancellationToken)>>,
+    next_ticket: AtomicU64,
     tasks: TaskTracker,
-    drain_deadline: OnceLock<tokio::time::Instant>,
+    wait_deadline: OnceLock<tokio::time::Instant>,
 }
 
 impl DirectCalls {
-    /// Direct answers from `server`'s handler; inactive until [`start`](Self::start).
+    /// Direct answers from `server`'s handler, from the moment it has answered `initialize`.
     pub fn new(server: PkbServer) -> Arc<Self> {
         Arc::new(Self {
             server,
-            peer: OnceLock::new(),
-            waiting: Mutex::default(),
+            running: Mutex::default(),
+            next_ticket: AtomicU64::new(0),
             tasks: TaskTracker::new(),
-            drain_deadline: OnceLock::new(),
+            wait_deadline: OnceLock::new(),
         })
     }
 
-    /// Starts answering directly, with `peer`: the running session's handle on the client,
-    /// from `RunningService::peer` once `serve` has returned.
-    pub fn start(&self, peer: Peer<RoleServer>) {
-        if self.peer.set(peer).is_err() {
-            tracing::warn!("direct tool calls were started twice; kept the first session");
-        }
-    }
-
-    /// The session's peer once started.
+    /// The session's client handle once `initialize` has succeeded; until then calls go to rmcp.
     pub(super) fn peer(&self) -> Option<&Peer<RoleServer>> {
-        self.peer.get()
+        self.server.peer()
     }
 
     /// Answers `call` through `writer`: on the spot if its handler finishes at once, otherwise
@@ -88,79 +87,90 @@ impl DirectCalls {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let context = RequestContext::new(id.clone(), peer.clone());
-        let cancelled = context.ct.clone();
-        let mut answering = Box::pin(respond(self.server.clone(), context, call, writer.clone()));
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        lock(&self.running).insert(id, (ticket, context.ct.clone()));
+        let mut answering = Box::pin(self.clone().respond(context, call, writer.clone(), ticket));
         // One poll here, with the reading task's waker: a finished call costs no task. A call
         // that is not finished is polled again by its own task, which registers its own waker.
         if let Poll::Ready(()) = futures::poll!(answering.as_mut()) {
             return;
         }
-        lock(&self.waiting).insert(id.clone(), cancelled);
-        let direct = self.clone();
-        self.tasks.spawn(async move {
-            answering.await;
-            lock(&direct.waiting).remove(&id);
-        });
+        self.tasks.spawn(answering);
+    }
+
+    /// Runs the handler rmcp's loop would run for `call`, and writes its answer unless the call
+    /// was cancelled meanwhile.
+    async fn respond<W>(
+        self: Arc<Self>,
+        context: RequestContext<RoleServer>,
+        call: CallToolRequestParams,
+        writer: Arc<tokio::sync::Mutex<W>>,
+        ticket: u64,
+    ) where
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let id = context.id.clone();
+        let cancelled = context.ct.clone();
+        let request = ClientRequest::CallToolRequest(Request::new(call));
+        // Tool handlers' panics are already caught by the registry; this catches one in the
+        // code around them, which here would otherwise unwind into the transport's reading task.
+        let outcome = AssertUnwindSafe(self.server.handle_request(request, context))
+            .catch_unwind()
+            .await;
+        self.finished(&id, ticket);
+        let answer = match outcome {
+            Ok(Ok(result)) => ServerJsonRpcMessage::response(result, id),
+            Ok(Err(error)) => {
+                tracing::warn!(%id, ?error, "response error");
+                ServerJsonRpcMessage::error(error, Some(id))
+            }
+            Err(_) => {
+                tracing::error!(%id, "a tool call panicked outside its handler");
+                let error =
+                    ErrorData::internal_error("internal error while answering the call", None);
+                ServerJsonRpcMessage::error(error, Some(id))
+            }
+        };
+        if cancelled.is_cancelled() {
+            tracing::debug!("dropping the answer to a cancelled call");
+            return;
+        }
+        if let Err(error) = super::write_line(&writer, &answer).await {
+            tracing::warn!(%error, "could not write a tool call's answer");
+        }
+    }
+
+    /// Forgets a call whose handler has returned, before its answer is written: once the
+    /// client sees the answer it may reuse the ID.
+    fn finished(&self, id: &RequestId, ticket: u64) {
+        let mut running = lock(&self.running);
+        if running.get(id).is_some_and(|(held, _)| *held == ticket) {
+            running.remove(id);
+        }
     }
 
     /// Drops the answer of the call `id` if it is still being worked on, as rmcp does for a
     /// `notifications/cancelled`: the handler runs to its end, its answer is not sent.
     pub(super) fn cancel(&self, id: &RequestId) {
-        if let Some(cancelled) = lock(&self.waiting).remove(id) {
+        if let Some((_, cancelled)) = lock(&self.running).remove(id) {
             tracing::info!(%id, "cancelled");
             cancelled.cancel();
         }
     }
 
-    /// Waits for the calls still being answered, until [`DRAIN_TIMEOUT`] after the first
-    /// time it was called. Safe to drop and call again: rmcp may drop the transport's
-    /// `receive` while this waits, and asks again.
-    pub(super) async fn drain(&self) {
+    /// Waits for the calls still being answered, until `within` after the first time it was
+    /// called. Safe to drop and call again: rmcp may drop the transport's `receive` while this
+    /// waits, and ask again.
+    pub(super) async fn wait_for_running(&self, within: Duration) {
         self.tasks.close();
         let deadline = *self
-            .drain_deadline
-            .get_or_init(|| tokio::time::Instant::now() + DRAIN_TIMEOUT);
+            .wait_deadline
+            .get_or_init(|| tokio::time::Instant::now() + within);
         if tokio::time::timeout_at(deadline, self.tasks.wait())
             .await
             .is_err()
         {
             tracing::warn!("timed out waiting for tool calls still being answered");
         }
-    }
-}
-
-/// Runs the handler rmcp's loop would run for `call`, and writes its answer unless the call
-/// was cancelled meanwhile.
-async fn respond<W>(
-    server: PkbServer,
-    context: RequestContext<RoleServer>,
-    call: CallToolRequestParams,
-    writer: Arc<tokio::sync::Mutex<W>>,
-) where
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    let id = context.id.clone();
-    let cancelled = context.ct.clone();
-    let request = ClientRequest::CallToolRequest(Request::new(call));
-    // Tool handlers' panics are already caught by the registry; this catches one in the code
-    // around them, which here would otherwise unwind into the transport's reading task.
-    let outcome = AssertUnwindSafe(server.handle_request(request, context))
-        .catch_unwind()
-        .await;
-    let answer = match outcome {
-        Ok(Ok(result)) => ServerJsonRpcMessage::response(result, id),
-        Ok(Err(error)) => ServerJsonRpcMessage::error(error, Some(id)),
-        Err(_) => {
-            tracing::error!(%id, "a tool call panicked outside its handler");
-            let error = ErrorData::internal_error("internal error while answering the call", None);
-            ServerJsonRpcMessage::error(error, Some(id))
-        }
-    };
-    if cancelled.is_cancelled() {
-        tracing::debug!("dropping the answer to a cancelled call");
-        return;
-    }
-    if let Err(error) = super::write_line(&writer, &answer).await {
-        tracing::warn!(%error, "could not write a tool call's answer");
     }
 }
