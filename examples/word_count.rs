@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use pkb_core::store::Store;
-use pkb_core::transport::LineTransport;
+use pkb_core::transport::{DirectCalls, LineTransport};
 use pkb_core::{PkbServer, Registry};
 use rmcp::ServiceExt;
 
@@ -19,11 +19,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(path) => Store::open(path.as_ref(), true)?,
     };
     let registry = Arc::new(Registry::collect()?);
-    let transport = LineTransport::new(tokio::io::stdin(), tokio::io::stdout());
-    PkbServer::new(registry, store)
-        .serve(transport)
-        .await?
-        .waiting()
-        .await?;
+    let server = PkbServer::new(registry, store);
+    // Tool calls answered in the transport, once the client has initialized, skip a task and a
+    // channel hop each in rmcp's service loop.
+    let direct_calls = DirectCalls::new(server.clone());
+    let transport =
+        LineTransport::new(tokio::io::stdin(), tokio::io::stdout()).with_direct_calls(direct_calls);
+    server.serve(transport).await?.waiting().await?;
     Ok(())
 }

@@ -44,10 +44,21 @@ async fn a_panicking_tool_becomes_an_error_result() {
 
 #[tokio::test]
 async fn a_test_only_server_survives_a_panicking_tool() {
+    serve_a_panicking_tool(false).await;
+}
+
+#[tokio::test]
+async fn a_server_answering_calls_in_its_transport_survives_a_panicking_tool() {
+    serve_a_panicking_tool(true).await;
+}
+
+/// Calls the panicking tool, then `fetch`, through a real client; `direct` answers the calls
+/// in the transport instead of rmcp's loop.
+async fn serve_a_panicking_tool(direct: bool) {
     use std::sync::Arc;
 
     use pkb_core::PkbServer;
-    use pkb_core::transport::LineTransport;
+    use pkb_core::transport::{DirectCalls, LineTransport};
     use rmcp::ServiceExt;
     use rmcp::model::CallToolRequestParams;
 
@@ -57,11 +68,12 @@ async fn a_test_only_server_survives_a_panicking_tool() {
         Arc::new(Registry::collect().unwrap()),
         Store::open_in_memory(true).unwrap(),
     );
+    let mut transport = LineTransport::new(server_read, server_write);
+    if direct {
+        transport = transport.with_direct_calls(DirectCalls::new(server.clone()));
+    }
     tokio::spawn(async move {
-        let running = server
-            .serve(LineTransport::new(server_read, server_write))
-            .await;
-        if let Ok(running) = running {
+        if let Ok(running) = server.serve(transport).await {
             let _ = running.waiting().await;
         }
     });

@@ -89,6 +89,7 @@ impl PageCheck {
                 move || {
                     yield_to_requests();
                     wait_to_start(&requests, &hurry, &cancel);
+                    tracing::debug!(store = %label, "page check starting");
                     // A panic inside the check leaves the verdict open-ended otherwise.
                     let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         check(&conn, &cancel)
@@ -99,7 +100,10 @@ impl PageCheck {
                         Verdict::Damaged(reason) => {
                             tracing::error!(store = %label, %reason, "store is damaged; refusing every call")
                         }
-                        Verdict::Unfinished | Verdict::Cancelled => {}
+                        Verdict::Cancelled => {
+                            tracing::debug!(store = %label, "page check cancelled")
+                        }
+                        Verdict::Unfinished => {}
                     }
                     let _ = verdict.set(found);
                 }
