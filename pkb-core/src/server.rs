@@ -37,7 +37,7 @@ pub struct PkbServer {
     store: Store,
     session: Arc<Session>,
     sampling_timeout: std::time::Duration,
-    /// The client handle of the session, once `initialize` has been answered.
+    /// The client handle of the session, once `initialize` has succeeded.
     peer: Arc<OnceLock<Peer<RoleServer>>>,
 }
 
@@ -66,7 +66,7 @@ impl PkbServer {
 
     /// The session's handle on its client, from the moment `initialize` succeeded (before its
     /// answer is written). `None` before that.
-    pub fn peer(&self) -> Option<&Peer<RoleServer>> {
+    pub(crate) fn peer(&self) -> Option<&Peer<RoleServer>> {
         self.peer.get()
     }
 
