@@ -101,6 +101,24 @@ async fn summarize_and_save_writes_and_replaces_the_summary_note() {
 }
 
 #[tokio::test]
+async fn a_summary_title_is_cut_to_120_characters() {
+    let client = connect(&["--memory"], Sampling::Reply("Short.".into())).await;
+    // 120 characters with its only space 5 from the end: cutting at a word would leave
+    // "Summary of" alone.
+    let title = format!("{} tail", "q".repeat(115));
+    let saved = call(&client, "write", json!({"title": title, "body": "Body."})).await;
+    let id = structured(&saved)["id"].as_str().unwrap().to_owned();
+    let saved = call(&client, "summarize_and_save", json!({"id": id})).await;
+    let summary_id = structured(&saved)["id"].as_str().unwrap().to_owned();
+    let note = structured(&call(&client, "fetch", json!({"id": summary_id})).await);
+    assert_eq!(
+        note["note"]["title"],
+        format!("Summary of {}", "q".repeat(109)),
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_silent_client_cannot_hang_summarize() {
     let client = connect(&["--memory", "--sampling-timeout", "1"], Sampling::Silent).await;
     let result = call(&client, "summarize_and_save", json!({"id": "todo"})).await;

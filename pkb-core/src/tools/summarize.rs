@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::note::{BODY_MAX_CHARS, ID_MAX_CHARS, TAGS_MAX, TITLE_MAX_CHARS, normalize_tags};
 use crate::store::NoteDraft;
-use crate::summary::{SummarySource, cut_at_word, summarize as summarize_note};
+use crate::summary::{SummarySource, summarize as summarize_note};
 use crate::tools::fetch::not_found;
 use crate::tools::write::save;
 use crate::{Context, ToolError, pkb_tool};
@@ -63,7 +63,7 @@ pub async fn summarize_and_save(
     tags.push("summary".into());
     let draft = NoteDraft {
         id: summary_id(&note.id),
-        title: cut_at_word(&format!("Summary of {}", note.title), TITLE_MAX_CHARS),
+        title: summary_title(&note.title),
         tags: normalize_tags(tags),
         body: summary.chars().take(BODY_MAX_CHARS).collect(),
     };
@@ -76,6 +76,14 @@ pub async fn summarize_and_save(
 
 fn saved_summary_text(output: &SummarizeAndSaveOutput) -> String {
     format!("saved: {}", output.id)
+}
+
+/// `Summary of <title>`, cut to the title limit. Cut at the character rather than at a word: a
+/// long title with no space in reach would otherwise lose all of itself.
+fn summary_title(title: &str) -> String {
+    let full = format!("Summary of {title}");
+    let cut: String = full.chars().take(TITLE_MAX_CHARS).collect();
+    cut.trim_end().to_string()
 }
 
 /// `<id>-summary`, with the source ID shortened when the whole would pass the ID limit.
@@ -98,12 +106,28 @@ async fn summary_of(
 
 #[cfg(test)]
 mod tests {
-    use super::summary_id;
+    use super::{summary_id, summary_title};
 
     #[test]
     fn summary_ids_stay_within_the_limit() {
         assert_eq!(summary_id("todo"), "todo-summary");
         let long = "a".repeat(100);
         assert_eq!(summary_id(&long).chars().count(), 100);
+    }
+
+    #[test]
+    fn summary_titles_are_cut_to_the_limit_at_a_character() {
+        assert_eq!(summary_title("Todo"), "Summary of Todo");
+        let unbroken = "q".repeat(120);
+        assert_eq!(
+            summary_title(&unbroken),
+            format!("Summary of {}", "q".repeat(109))
+        );
+        // No trailing space where the cut falls right after one.
+        let spaced = format!("{} tail", "w".repeat(108));
+        assert_eq!(
+            summary_title(&spaced),
+            format!("Summary of {}", "w".repeat(108))
+        );
     }
 }
