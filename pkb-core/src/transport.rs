@@ -222,10 +222,13 @@ where
                 direct.cancel(&id);
             }
             let id = invalid_answer_id(&value);
-            let known_method = value
-                .get("method")
-                .and_then(Value::as_str)
-                .is_some_and(|m| crate::server::KNOWN_METHODS.contains(&m));
+            // Only a well-formed request can have bad params; a bad envelope around a known
+            // method is still an invalid request.
+            let known_method = valid_envelope(&value)
+                && value
+                    .get("method")
+                    .and_then(Value::as_str)
+                    .is_some_and(|m| crate::server::KNOWN_METHODS.contains(&m));
             match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {
                 Ok(message) => return Some(message),
                 Err(error) => {
@@ -322,6 +325,15 @@ fn cancelled_request_id(value: &Value) -> Option<RequestId> {
         return None;
     }
     request_id(value.get("params")?.get("requestId")?)
+}
+
+/// Whether `value` has JSON-RPC 2.0's request envelope: `"jsonrpc": "2.0"`, and an id, if
+/// any, that is a string or a number.
+fn valid_envelope(value: &Value) -> bool {
+    value.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+        && value
+            .get("id")
+            .is_none_or(|id| id.is_string() || id.is_number())
 }
 
 /// The id to answer an invalid message with, or `None` when it must not be answered: a

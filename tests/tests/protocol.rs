@@ -206,6 +206,26 @@ fn bad_lines_get_errors_and_the_server_keeps_serving() {
     );
     server.send(json!([1, 2, 3]));
     assert_eq!(server.receive()["error"]["code"], -32600);
+    // A known method in a bad envelope is an invalid request, not bad params.
+    for (envelope, id) in [
+        (
+            json!({"jsonrpc": "1.0", "id": 52, "method": "ping"}),
+            json!(52),
+        ),
+        (json!({"id": 53, "method": "ping"}), json!(53)),
+        (
+            json!({"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}),
+            Value::Null,
+        ),
+    ] {
+        server.send(envelope.clone());
+        let answer = server.receive();
+        assert_eq!(
+            (answer["id"].clone(), answer["error"]["code"].clone()),
+            (id, json!(-32600)),
+            "{envelope} -> {answer}"
+        );
+    }
     server.send(json!({"jsonrpc": "2.0", "id": 6}));
     assert_eq!(server.receive()["error"]["code"], -32600);
     // A response to a request the server never sent is ignored.
