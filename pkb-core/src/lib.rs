@@ -15,7 +15,7 @@ pub mod store;
 pub use framework::args::{ArgRules, ArgSpec, InvalidArguments};
 pub use framework::context::{Context, SamplingError, Session};
 pub use framework::prompt::{PromptDef, PromptError};
-pub use framework::registry::{CompletionTarget, Registry};
+pub use framework::registry::{Completion, CompletionTarget, MAX_COMPLETIONS, Registry};
 pub use framework::resource::{ResourceDef, ResourceError};
 pub use framework::tool::{Annotations, ToolDef, ToolError};
 pub use pkb_macros::{pkb_prompt, pkb_resource, pkb_tool};

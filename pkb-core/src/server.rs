@@ -350,7 +350,7 @@ impl ServerHandler for PkbServer {
             Reference::Resource(template) => CompletionTarget::ResourceTemplate(&template.uri),
             _ => return Err(invalid_params("unsupported completion reference")),
         };
-        let values = self
+        let completion = self
             .registry
             .complete(
                 self.context(&context),
@@ -360,9 +360,10 @@ impl ServerHandler for PkbServer {
             )
             .await;
         let mut info = CompletionInfo::default();
-        info.total = Some(values.len() as u32);
-        info.has_more = Some(false);
-        info.values = values;
+        // The total is known only when every value is answered.
+        info.total = (!completion.has_more).then_some(completion.values.len() as u32);
+        info.has_more = Some(completion.has_more);
+        info.values = completion.values;
         Ok(CompleteResult::new(info))
     }
 

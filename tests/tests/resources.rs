@@ -268,6 +268,30 @@ async fn quick_capture_prompt() {
 }
 
 #[tokio::test]
+async fn a_completion_cut_at_100_values_says_there_are_more() {
+    let client = connect_memory().await;
+    for i in 0..101 {
+        let title = format!("Bulk {i:03}");
+        let saved = call(&client, "write", json!({"title": title, "body": ""})).await;
+        assert_eq!(saved.is_error, Some(false));
+    }
+    let complete = |typed: &'static str| {
+        client.complete(CompleteRequestParams::new(
+            Reference::for_resource("pkb://notes/{id}"),
+            ArgumentInfo::new("id", typed),
+        ))
+    };
+    let cut = complete("bulk").await.unwrap().completion;
+    assert_eq!(cut.values.len(), 100);
+    assert_eq!(cut.values[0], "bulk-000");
+    assert_eq!((cut.has_more, cut.total), (Some(true), None));
+    let whole = complete("bulk-00").await.unwrap().completion;
+    assert_eq!(whole.values.len(), 10);
+    assert_eq!((whole.has_more, whole.total), (Some(false), Some(10)));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
 async fn completions_for_ids_and_tags() {
     let client = connect_memory().await;
     let ids = client

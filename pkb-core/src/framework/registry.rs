@@ -55,8 +55,19 @@ pub struct Registry {
     prompts: BTreeMap<&'static str, &'static PromptDef>,
 }
 
-/// The most values a completion answers with, as the MCP spec allows.
+/// The most values a completion answers with, as the MCP spec allows. A completion fn that
+/// returns more has the first ones answered and `hasMore` set, so it may ask its source for
+/// one more than this to find out whether there are more.
 pub const MAX_COMPLETIONS: usize = 100;
+
+/// The values a completion answers with.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Completion {
+    /// At most [`MAX_COMPLETIONS`] values.
+    pub values: Vec<String>,
+    /// Whether the completion fn had more than it answers with.
+    pub has_more: bool,
+}
 
 impl Registry {
     /// Collects what every linked crate declared.
@@ -264,7 +275,7 @@ impl Registry {
         target: CompletionTarget<'_>,
         argument: &str,
         value: String,
-    ) -> Vec<String> {
+    ) -> Completion {
         let providers = match target {
             CompletionTarget::Prompt(name) => self.prompt(name).map(|p| p.completions),
             CompletionTarget::ResourceTemplate(uri) => self
@@ -278,12 +289,13 @@ impl Registry {
             .iter()
             .find(|c| c.argument == argument)
         else {
-            return Vec::new();
+            return Completion::default();
         };
         let complete = AssertUnwindSafe((provider.complete)(ctx, value)).catch_unwind();
         let mut values = complete.await.unwrap_or_default();
+        let has_more = values.len() > MAX_COMPLETIONS;
         values.truncate(MAX_COMPLETIONS);
-        values
+        Completion { values, has_more }
     }
 }
 

@@ -29,7 +29,10 @@ pub fn markdown(note: &Note) -> String {
 /// Note IDs starting with what was typed.
 pub async fn complete_note_id(ctx: &Context, prefix: String) -> Vec<String> {
     ctx.store()
-        .ids_with_prefix(prefix.trim(), crate::framework::registry::MAX_COMPLETIONS)
+        .ids_with_prefix(
+            prefix.trim(),
+            crate::framework::registry::MAX_COMPLETIONS + 1,
+        )
         .await
         .unwrap_or_default()
 }
