@@ -93,6 +93,15 @@ async fn search_limits_are_enforced() {
             json!({"query": "a", "tags": vec!["t"; 21]}),
             "invalid arguments: tags: must have at most 20 items",
         ),
+        // The schema gives optional arguments a default, not a null type.
+        (
+            json!({"query": "a", "limit": null, "tags": null}),
+            "invalid arguments: tags: must be an array of strings; limit: must be a non-negative integer",
+        ),
+        (
+            json!({"query": null}),
+            "invalid arguments: query: must be a string",
+        ),
     ] {
         assert_error(&call(&client, "search", args.clone()).await, expected);
     }
@@ -119,6 +128,20 @@ async fn every_offending_field_is_named_at_once() {
         &result,
         "invalid arguments: title: must be at least 1 character; body: required; \
          tags[1]: must be at most 40 characters; overwrite: must be a boolean; bogus: unknown field",
+    );
+    let null_overwrite = call(
+        &client,
+        "write",
+        json!({"title": "Null overwrite", "body": "", "overwrite": null}),
+    )
+    .await;
+    assert_error(
+        &null_overwrite,
+        "invalid arguments: overwrite: must be a boolean",
+    );
+    assert_error(
+        &call(&client, "fetch", json!({"id": "null-overwrite"})).await,
+        "No note found with ID: null-overwrite",
     );
     client.cancel().await.unwrap();
 }

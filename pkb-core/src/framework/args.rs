@@ -102,9 +102,9 @@ pub fn validate_args(
     let mut invalid = InvalidArguments::default();
     let mut values = Vec::with_capacity(specs.len());
     for spec in specs {
-        // A JSON null is taken as "not given": several clients send null for omitted
-        // optional arguments.
-        let given = arguments.remove(spec.name).filter(|v| !v.is_null());
+        // A JSON null is a value like any other: the schema gives optional arguments a
+        // default, not a null type, so null is refused unless the type takes it (`Option`).
+        let given = arguments.remove(spec.name);
         let value = match (given, spec.default) {
             (Some(value), _) => value,
             (None, Some(default)) => {
