@@ -101,6 +101,40 @@ async fn summarize_and_save_writes_and_replaces_the_summary_note() {
 }
 
 #[tokio::test]
+async fn a_note_that_is_not_a_summary_is_never_replaced_by_one() {
+    let handler = RecordingClient::new(Sampling::Reply("Summary.".into()));
+    let client = connect_with(handler.clone(), &["--memory"]).await;
+    // The user's own note happens to have the ID a summary of `todo` would take.
+    let mine = call(
+        &client,
+        "write",
+        json!({"title": "Todo summary", "body": "My own words.", "tags": ["mine"]}),
+    )
+    .await;
+    assert_eq!(structured(&mine)["id"], "todo-summary");
+    assert_error(
+        &call(&client, "summarize_and_save", json!({"id": "todo"})).await,
+        "note exists: todo-summary; it has no \"summary\" tag, so it is not a summary and is left alone",
+    );
+    assert!(
+        handler.sampling_requests.lock().unwrap().is_empty(),
+        "the client's model is not asked for a summary that cannot be saved"
+    );
+    let kept = structured(&call(&client, "fetch", json!({"id": "todo-summary"})).await);
+    assert_eq!(kept["note"]["body"], "My own words.");
+    // Once it is tagged as a summary, it is one.
+    call(
+        &client,
+        "write",
+        json!({"title": "Todo summary", "body": "Old.", "tags": ["summary"], "overwrite": true}),
+    )
+    .await;
+    let saved = call(&client, "summarize_and_save", json!({"id": "todo"})).await;
+    assert_eq!(text(&saved), "saved: todo-summary");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_summary_title_is_cut_to_120_characters() {
     let client = connect(&["--memory"], Sampling::Reply("Short.".into())).await;
     // 120 characters with its only space 5 from the end: cutting at a word would leave

@@ -141,6 +141,10 @@ pub enum PutMode {
     CreateOnly,
     /// Replace title, tags and body; keep `created_at`.
     Replace,
+    /// Replace as [`PutMode::Replace`] a note carrying this tag; leave any other alone and
+    /// answer [`PutOutcome::Exists`]. Decided in the write's own transaction, so a note written
+    /// meanwhile under the same id is never replaced by mistake.
+    ReplaceTagged(&'static str),
 }
 
 /// The result of [`Store::put`].
@@ -150,7 +154,7 @@ pub enum PutOutcome {
     Created(Note),
     /// An existing note was replaced.
     Replaced(Note),
-    /// The id exists and the mode was [`PutMode::CreateOnly`]; nothing changed.
+    /// The id exists and the mode left it alone; nothing changed.
     Exists,
 }
 

@@ -753,9 +753,16 @@ fn put_in(
     mode: PutMode,
     now: &str,
 ) -> rusqlite::Result<PutOutcome> {
-    match (stored_row(tx, &draft.id)?, mode) {
-        (Some(_), PutMode::CreateOnly) => Ok(PutOutcome::Exists),
-        (Some(old), PutMode::Replace) => {
+    let old = stored_row(tx, &draft.id)?;
+    let replaceable = |old: &StoredRow| match mode {
+        PutMode::CreateOnly => false,
+        PutMode::Replace => true,
+        PutMode::ReplaceTagged(tag) => serde_json::from_str::<Vec<String>>(&old.tags_json)
+            .is_ok_and(|tags| tags.iter().any(|t| t == tag)),
+    };
+    match old {
+        Some(old) if !replaceable(&old) => Ok(PutOutcome::Exists),
+        Some(old) => {
             unindex_row(tx, &old)?;
             let tags_json = tags_to_json(draft.tags.iter().map(String::as_str));
             tx.prepare_cached(
@@ -779,7 +786,7 @@ fn put_in(
                 updated_at: now.to_owned(),
             }))
         }
-        (None, _) => {
+        None => {
             insert_row(tx, &draft.id, &draft.title, &draft.tags, &draft.body, now)?;
             Ok(PutOutcome::Created(Note {
                 id: draft.id,

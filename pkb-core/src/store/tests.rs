@@ -96,6 +96,39 @@ async fn create_only_refuses_an_existing_id_and_changes_nothing() {
 }
 
 #[tokio::test]
+async fn replace_tagged_replaces_only_a_note_carrying_the_tag() {
+    let store = empty();
+    let mode = PutMode::ReplaceTagged("summary");
+    let created = store
+        .put(draft("s", "Fresh", &["summary"], "one"), mode)
+        .await
+        .unwrap();
+    assert!(matches!(created, PutOutcome::Created(_)), "{created:?}");
+    let replaced = store
+        .put(draft("s", "Again", &["summary"], "two"), mode)
+        .await
+        .unwrap();
+    assert!(matches!(replaced, PutOutcome::Replaced(_)), "{replaced:?}");
+
+    let PutOutcome::Created(mine) = store
+        .put(
+            draft("m", "Mine", &["summaries"], "mine"),
+            PutMode::CreateOnly,
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("a new id is created")
+    };
+    let refused = store
+        .put(draft("m", "Not mine", &["summary"], "theirs"), mode)
+        .await
+        .unwrap();
+    assert_eq!(refused, PutOutcome::Exists);
+    assert_eq!(store.get("m").await.unwrap(), Some(mine));
+}
+
+#[tokio::test]
 async fn replace_keeps_created_at_and_updates_everything_else() {
     let store = empty();
     let PutOutcome::Created(old) = store

@@ -4,10 +4,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::note::{BODY_MAX_CHARS, ID_MAX_CHARS, TAGS_MAX, TITLE_MAX_CHARS, normalize_tags};
-use crate::store::NoteDraft;
+use crate::store::{NoteDraft, PutMode};
 use crate::summary::{SummarySource, summarize as summarize_note};
 use crate::tools::fetch::not_found;
-use crate::tools::write::save;
+use crate::tools::write::put_and_announce;
 use crate::{Context, ToolError, pkb_tool};
 
 /// What `summarize` returns.
@@ -49,7 +49,8 @@ pub struct SummarizeAndSaveOutput {
 
 /// Summarizes one note as `summarize` does, then saves the summary as the note
 /// `<id>-summary` (title "Summary of <title>", the source's tags plus `summary`). This replaces
-/// an earlier summary of the same note. When summarizing fails, nothing is saved.
+/// an earlier summary of the same note. When summarizing fails, nothing is saved. A note of
+/// that ID without the `summary` tag was not written by this tool and is never replaced.
 #[pkb_tool(destructive, text = saved_summary_text)]
 pub async fn summarize_and_save(
     ctx: &Context,
@@ -57,21 +58,41 @@ pub async fn summarize_and_save(
     #[arg(trim, min_len = 1, max_len = 100)]
     id: String,
 ) -> Result<SummarizeAndSaveOutput, ToolError> {
+    // Refused before the client's model is asked, when it can be seen already; the write
+    // itself checks again.
+    let summary_note_id = summary_id(&id);
+    if let Some(existing) = ctx.store().get(&summary_note_id).await?
+        && !existing.tags.iter().any(|t| t == SUMMARY_TAG)
+    {
+        return Err(not_a_summary(&summary_note_id));
+    }
     let (note, (summary, source)) = summary_of(ctx, &id).await?;
     let mut tags = note.tags.clone();
     tags.truncate(TAGS_MAX - 1);
-    tags.push("summary".into());
+    tags.push(SUMMARY_TAG.into());
     let draft = NoteDraft {
         id: summary_id(&note.id),
         title: summary_title(&note.title),
         tags: normalize_tags(tags),
         body: summary.chars().take(BODY_MAX_CHARS).collect(),
     };
-    let saved = save(ctx, draft, true).await?;
+    let draft_id = draft.id.clone();
+    let saved = put_and_announce(ctx, draft, PutMode::ReplaceTagged(SUMMARY_TAG))
+        .await?
+        .ok_or_else(|| not_a_summary(&draft_id))?;
     Ok(SummarizeAndSaveOutput {
         id: saved.id,
         source,
     })
+}
+
+/// The tag every summary note carries, by which an earlier summary is known.
+const SUMMARY_TAG: &str = "summary";
+
+fn not_a_summary(id: &str) -> ToolError {
+    ToolError::new(format!(
+        "note exists: {id}; it has no \"{SUMMARY_TAG}\" tag, so it is not a summary and is left alone"
+    ))
 }
 
 fn saved_summary_text(output: &SummarizeAndSaveOutput) -> String {

@@ -65,7 +65,7 @@ pub struct Saved {
     pub created: bool,
 }
 
-/// Saves `draft` and tells subscribed clients; shared by every tool that writes a note.
+/// Saves `draft` as `write` does, answering a conflict with the contract's text.
 pub async fn save(ctx: &Context, draft: NoteDraft, overwrite: bool) -> Result<Saved, ToolError> {
     let mode = if overwrite {
         PutMode::Replace
@@ -73,19 +73,27 @@ pub async fn save(ctx: &Context, draft: NoteDraft, overwrite: bool) -> Result<Sa
         PutMode::CreateOnly
     };
     let id = draft.id.clone();
+    put_and_announce(ctx, draft, mode)
+        .await?
+        .ok_or_else(|| ToolError::new(format!("note exists: {id}; pass overwrite=true to replace")))
+}
+
+/// Puts `draft` in `mode` and tells subscribed clients; `None` when `mode` left an existing
+/// note alone. Shared by every tool that writes a note.
+pub async fn put_and_announce(
+    ctx: &Context,
+    draft: NoteDraft,
+    mode: PutMode,
+) -> Result<Option<Saved>, ToolError> {
     let (note, created) = match ctx.store().put(draft, mode).await? {
         PutOutcome::Created(note) => (note, true),
         PutOutcome::Replaced(note) => (note, false),
-        PutOutcome::Exists => {
-            return Err(ToolError::new(format!(
-                "note exists: {id}; pass overwrite=true to replace"
-            )));
-        }
+        PutOutcome::Exists => return Ok(None),
     };
     crate::resources::announce_change(ctx, &note.id, created).await;
-    Ok(Saved {
+    Ok(Some(Saved {
         id: note.id,
         title: note.title,
         created,
-    })
+    }))
 }
