@@ -71,15 +71,14 @@ pub async fn summarize_and_save(
     tags.truncate(TAGS_MAX - 1);
     tags.push(SUMMARY_TAG.into());
     let draft = NoteDraft {
-        id: summary_id(&note.id),
+        id: summary_note_id.clone(),
         title: summary_title(&note.title),
         tags: normalize_tags(tags),
         body: summary.chars().take(BODY_MAX_CHARS).collect(),
     };
-    let draft_id = draft.id.clone();
     let saved = put_and_announce(ctx, draft, PutMode::ReplaceTagged(SUMMARY_TAG))
         .await?
-        .ok_or_else(|| not_a_summary(&draft_id))?;
+        .ok_or_else(|| not_a_summary(&summary_note_id))?;
     Ok(SummarizeAndSaveOutput {
         id: saved.id,
         source,
