@@ -364,7 +364,7 @@ fn refuses_a_store_from_a_newer_version() {
             err,
             StoreError::TooNew {
                 found: 9,
-                supported: 2,
+                supported: 3,
                 ..
             }
         ),
@@ -373,7 +373,7 @@ fn refuses_a_store_from_a_newer_version() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} was written by a newer PKB (schema version 9, this build reads up to 2)",
+            "{} was written by a newer PKB (schema version 9, this build reads up to 3)",
             path.display()
         )
     );
@@ -416,7 +416,7 @@ fn a_missing_file_is_created_with_its_folders() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(app_id, 0x504B_4231);
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     assert_eq!(mode, "wal");
 }
 
@@ -504,7 +504,7 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     let (notes, indexed): (i64, i64) = conn
         .query_row(
             "SELECT (SELECT notes FROM search_stats), (SELECT count(*) FROM note_terms)",
@@ -513,6 +513,51 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
         )
         .unwrap();
     assert_eq!((notes, indexed), (33, 33));
+}
+
+#[test]
+fn a_version_2_store_gets_the_prefix_index_and_its_notes_stay_searchable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 30);
+    {
+        // Version 2's index kept no prefixes: take the current store back to it.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "DROP TABLE notes_fts;
+             CREATE VIRTUAL TABLE notes_fts USING fts5 (
+                 title, tags, body, content = 'notes', content_rowid = 'seq',
+                 tokenize = 'unicode61 remove_diacritics 2'
+             );
+             INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path, true).unwrap();
+    block_on(async {
+        assert_eq!(store.count().await.unwrap(), 33, "no note lost or reseeded");
+        // A two-letter word of several terms (deploy, decisions, delete) is now read from
+        // the kept prefixes.
+        let hits = store.search("de", &[], 10).await.unwrap();
+        let mut ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, ["deploy-checklist", "meeting-notes", "todo"]);
+        let hits = store.search("bod 17", &[], 10).await.unwrap();
+        assert_eq!(hits.first().map(|h| h.id.as_str()), Some("n17"), "{hits:?}");
+        store.verify().await.unwrap();
+    });
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let (version, sql): (i64, String) = conn
+        .query_row(
+            "SELECT (SELECT user_version FROM pragma_user_version),
+                    (SELECT sql FROM sqlite_schema WHERE name = 'notes_fts')",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(version, 3);
+    assert!(sql.contains("prefix = '2 3'"), "{sql}");
 }
 
 #[test]

@@ -5,9 +5,10 @@
 //! planner ([`route`]) picks the cheapest of three ways to rank the newest [`RANK_WINDOW`]
 //! matches:
 //!
-//! - FTS5 with the words' exact terms ORed (no prefix merge), scored by `pkb_rank`
-//!   ([`super::rank_function`]), which takes the IDFs from the vocabulary where `bm25()` would
-//!   walk every word's doclist to count its notes;
+//! - FTS5 with the words' exact terms ORed (no prefix merge at search time; a 2- or
+//!   3-character word is the prefix the index keeps merged, see [`prefix_kept`]), scored by
+//!   `pkb_rank` ([`super::rank_function`]), which takes the IDFs from the vocabulary where
+//!   `bm25()` would walk every word's doclist to count its notes;
 //! - candidates newest first from the rarest word's exact terms through FTS5, or from the tag
 //!   index under a tag filter, each checked for every word and scored here from the counts
 //!   kept per note, until the window is full;
@@ -91,8 +92,9 @@ const RANGE_READ_SPREAD: i64 = 4;
 /// One query word: the ids of the terms it starts, and how many notes hold one of them.
 struct Word {
     terms: Vec<u32>,
-    /// How many notes hold each term, in the order of `terms`.
-    term_notes: Vec<i64>,
+    /// How many notes each of the word's FTS5 phrases holds: one per term, or one for the
+    /// whole word where FTS5 keeps its prefix (see [`prefix_kept`]).
+    phrase_notes: Vec<i64>,
     notes: i64,
 }
 
@@ -154,7 +156,7 @@ fn search_routed(
     forced: Option<Route>,
 ) -> rusqlite::Result<Plan> {
     let mut words = Vec::new();
-    // Each word's MATCH expression: its exact terms ORed.
+    // Each word's MATCH expression: its exact terms ORed, or the prefix FTS5 keeps.
     let mut matches: Vec<String> = Vec::new();
     for word in super::query::words(query) {
         // FTS5 only lowercases ASCII letters and digits; anything else goes through its
@@ -167,13 +169,13 @@ fn search_routed(
                 None => return Ok(Plan::Fts5Prefixes),
             }
         };
-        let Some((word, terms)) = expand(conn, &term)? else {
+        let Some((word, phrases)) = expand(conn, &term)? else {
             return Ok(Plan::Fts5Prefixes);
         };
         if word.terms.is_empty() {
             return Ok(Plan::Ranked(Vec::new()));
         }
-        matches.push(format!("({})", terms.join(" OR ")));
+        matches.push(format!("({})", phrases.join(" OR ")));
         words.push(word);
     }
     if words.is_empty() || limit == 0 {
@@ -206,7 +208,7 @@ fn search_routed(
                 words: words
                     .iter()
                     .enumerate()
-                    .flat_map(|(i, w)| std::iter::repeat_n(i as u8, w.terms.len()))
+                    .flat_map(|(i, w)| std::iter::repeat_n(i as u8, w.phrase_notes.len()))
                     .collect(),
                 idfs: idfs(&words, notes)
                     .iter()
@@ -476,11 +478,11 @@ fn route(words: &[Word], notes: i64) -> Route {
     // every step compares all of its terms' positions.
     let reach = candidates / rarest.notes.max(1) as f64;
     let stepped: f64 = rarest
-        .term_notes
+        .phrase_notes
         .iter()
-        .map(|&term_notes| {
+        .map(|&phrase_notes| {
             NS_PER_TERM_OPENED
-                + term_notes as f64 * reach * NS_PER_ROW_PER_TERM
+                + phrase_notes.min(notes) as f64 * reach * NS_PER_ROW_PER_TERM
                 + candidates * NS_PER_TERM_COMPARED
         })
         .sum();
@@ -489,12 +491,12 @@ fn route(words: &[Word], notes: i64) -> Route {
         .iter()
         .enumerate()
         .filter(|&(i, _)| i != rarest_index)
-        .flat_map(|(_, word)| &word.term_notes);
+        .flat_map(|(_, word)| &word.phrase_notes);
     let mut seeks = 0.0;
     let mut other_terms = 0.0;
-    for &term_notes in others {
-        // The term's entries between two of the rarest word's notes.
-        let between = term_notes as f64 / rarest.notes.max(1) as f64;
+    for &phrase_notes in others {
+        // The phrase's entries between two of the rarest word's notes.
+        let between = phrase_notes.min(notes) as f64 / rarest.notes.max(1) as f64;
         seeks += NS_PER_SEEK_PER_TERM * between.min(1.0)
             + (between * NS_PER_ENTRY_SKIPPED).min(NS_PER_FAR_SEEK);
         other_terms += 1.0;
@@ -606,7 +608,7 @@ fn expand(conn: &Connection, prefix: &str) -> rusqlite::Result<Option<(Word, Vec
     let mut rows = stmt.query(params![prefix, end, probe])?;
     let mut word = Word {
         terms: Vec::new(),
-        term_notes: Vec::new(),
+        phrase_notes: Vec::new(),
         notes: 0,
     };
     let mut phrases = Vec::new();
@@ -621,10 +623,21 @@ fn expand(conn: &Connection, prefix: &str) -> rusqlite::Result<Option<(Word, Vec
             row.get::<_, String>(1)?.replace('"', "\"\"")
         ));
         let notes: i64 = row.get(2)?;
-        word.term_notes.push(notes);
+        word.phrase_notes.push(notes);
         word.notes = word.notes.saturating_add(notes);
     }
+    if word.terms.len() > 1 && prefix_kept(prefix) {
+        // One doclist, merged when the index was written, instead of one per term.
+        phrases = vec![format!("\"{}\"*", prefix.replace('"', "\"\""))];
+        word.phrase_notes = vec![word.notes];
+    }
     Ok(Some((word, phrases)))
+}
+
+/// Whether FTS5 keeps the notes of every term starting with `prefix` together, as it does for
+/// prefixes of the lengths in the index's `prefix` option (schema version 3).
+fn prefix_kept(prefix: &str) -> bool {
+    super::schema::KEPT_PREFIX_CHARS.contains(&prefix.chars().count())
 }
 
 /// FTS5's BM25 (`fts5_aux.c`), with the IDF of each word taken from the vocabulary instead of a
@@ -1023,6 +1036,27 @@ mod tests {
     }
 
     #[test]
+    fn a_two_or_three_letter_word_is_read_from_the_prefix_fts5_keeps() {
+        let backend = corpus();
+        let expr = |q: &str| {
+            backend.read_for_tests(|conn| {
+                match search_routed(conn, q, &[], "[]", 10, Some(Route::Fts5Terms))? {
+                    Plan::Fts5Terms(terms) => Ok(terms.expr),
+                    other => panic!("{q}: {other:?}"),
+                }
+            })
+        };
+        // `gr` and `gro` start group, grow and growth; `grow` starts grow and growth.
+        assert_eq!(expr("gr"), r#"("gr"*)"#);
+        assert_eq!(
+            expr("gro deploy"),
+            r#"("gro"*) AND ("deploy" OR "deployed" OR "deployment")"#
+        );
+        let four = expr("grow");
+        assert!(four.contains(r#""grow" OR "growth""#), "{four}");
+    }
+
+    #[test]
     fn counts_of_a_note_deleted_behind_the_vocabulary_do_not_fail_a_search() {
         let backend = corpus();
         let scan = Route::Scan(i64::MAX);
@@ -1076,7 +1110,7 @@ mod tests {
     fn the_planner_takes_the_cheapest_route_for_rare_and_common_words() {
         let prefix = |notes: i64, terms: u32| Word {
             terms: (0..terms).collect(),
-            term_notes: vec![notes / i64::from(terms); terms as usize],
+            phrase_notes: vec![notes / i64::from(terms); terms as usize],
             notes,
         };
         let word = |notes| prefix(notes, 1);
@@ -1115,6 +1149,22 @@ mod tests {
             route(&[prefix(90_000, 60), word(300)], n),
             Route::Here,
             "a common prefix beside a rare word: one lookup beats sixty seeks"
+        );
+        // A prefix FTS5 keeps is one phrase however many terms it starts.
+        let kept = |notes: i64| Word {
+            terms: (0..50).collect(),
+            phrase_notes: vec![notes],
+            notes,
+        };
+        assert_eq!(
+            route(&[kept(54_000), kept(36_000)], n),
+            Route::Fts5Terms,
+            "two kept prefixes (`pon nö`): two doclists stepped together"
+        );
+        assert_eq!(
+            route(&[kept(62_000), word(2_457)], n),
+            Route::Fts5Terms,
+            "a kept prefix beside a mid-frequency word (`cha stait`): one seek per candidate"
         );
     }
 
