@@ -70,6 +70,11 @@ impl PkbServer {
         self.peer.get()
     }
 
+    /// Marks the session as closing (see [`Session::close`]).
+    pub(crate) fn close_session(&self) {
+        self.session.close();
+    }
+
     fn context(&self, request: &RequestContext<RoleServer>) -> Context {
         let sampling = request
             .client_capabilities()

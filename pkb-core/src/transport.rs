@@ -8,10 +8,13 @@
 //! [`DirectCalls`] such a call is also answered here rather than in rmcp's service loop.
 
 mod direct_calls;
+mod in_flight;
 
 use std::sync::Arc;
 
 pub use direct_calls::DirectCalls;
+use in_flight::InFlight;
+pub use in_flight::MAX_IN_FLIGHT;
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequestParams, ClientRequest, JsonRpcMessage, NumberOrString, Request, RequestId,
@@ -20,7 +23,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, OwnedSemaphorePermit};
 
 /// The longest message accepted, in bytes. A longer line is answered with a parse error and
 /// skipped, so memory stays bounded whatever a client sends.
@@ -38,6 +41,7 @@ pub struct LineTransport<R, W> {
     /// The input has ended (or failed): nothing more is read.
     ended: bool,
     direct: Option<Arc<DirectCalls>>,
+    in_flight: InFlight,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -55,6 +59,7 @@ where
             delivered: false,
             ended: false,
             direct: None,
+            in_flight: InFlight::new(),
         }
     }
 
@@ -118,12 +123,14 @@ async fn end_of_input(direct: Option<&DirectCalls>) -> Option<RxJsonRpcMessage<R
 }
 
 /// Answers a line that never became a message. The write runs as its own task, so the
-/// answer is not lost if rmcp drops the `receive` future that found the bad line.
+/// answer is not lost if rmcp drops the `receive` future that found the bad line; it holds
+/// the line's `permit` until written.
 fn answer_error<W: AsyncWrite + Unpin + Send + 'static>(
     writer: &Arc<Mutex<W>>,
     id: Value,
     code: i64,
     message: String,
+    permit: Option<OwnedSemaphorePermit>,
 ) {
     let line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
     let writer = writer.clone();
@@ -131,6 +138,7 @@ fn answer_error<W: AsyncWrite + Unpin + Send + 'static>(
         if let Err(error) = write_line(&writer, &line).await {
             tracing::warn!(%error, "could not write an error answer");
         }
+        drop(permit);
     });
 }
 
@@ -157,7 +165,17 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let writer = self.writer.clone();
-        async move { write_line(&writer, &item).await }
+        let id = match &item {
+            JsonRpcMessage::Response(response) => Some(&response.id),
+            JsonRpcMessage::Error(error) => error.id.as_ref(),
+            _ => None,
+        };
+        let permit = id.and_then(|id| self.in_flight.answered(id));
+        async move {
+            let written = write_line(&writer, &item).await;
+            drop(permit);
+            written
+        }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
@@ -167,6 +185,7 @@ where
             if self.ended {
                 return end_of_input(self.direct.as_deref()).await;
             }
+            self.in_flight.reserve().await;
             let complete = match self.read_line().await {
                 Ok(Some(complete)) => complete,
                 Ok(None) => {
@@ -185,6 +204,7 @@ where
                     Value::Null,
                     -32700,
                     format!("parse error: message longer than {MAX_MESSAGE_BYTES} bytes"),
+                    self.in_flight.take(),
                 );
                 continue;
             }
@@ -200,6 +220,7 @@ where
                         Value::Null,
                         -32700,
                         format!("parse error: {error}"),
+                        self.in_flight.take(),
                     );
                     continue;
                 }
@@ -209,17 +230,20 @@ where
                     if let Some(direct) = &self.direct
                         && let Some(peer) = direct.peer()
                     {
-                        direct.answer(peer, id, call, &self.writer).await;
+                        let permit = self.in_flight.take();
+                        direct.answer(peer, id, call, &self.writer, permit).await;
                         continue;
                     }
+                    self.in_flight.hold_for(id.clone());
                     return Some(call_tool_message(id, call));
                 }
                 Err(value) => value,
             };
-            if let Some(direct) = &self.direct
-                && let Some(id) = cancelled_request_id(&value)
-            {
-                direct.cancel(&id);
+            if let Some(id) = cancelled_request_id(&value) {
+                if let Some(direct) = &self.direct {
+                    direct.cancel(&id);
+                }
+                self.in_flight.cancelled(&id);
             }
             let id = invalid_answer_id(&value);
             // Only a well-formed request can have bad params; a bad envelope around a known
@@ -230,7 +254,12 @@ where
                     .and_then(Value::as_str)
                     .is_some_and(|m| crate::server::KNOWN_METHODS.contains(&m));
             match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {
-                Ok(message) => return Some(message),
+                Ok(message) => {
+                    if let JsonRpcMessage::Request(request) = &message {
+                        self.in_flight.hold_for(request.id.clone());
+                    }
+                    return Some(message);
+                }
                 Err(error) => {
                     if let Some(id) = id {
                         let (code, message) = if known_method {
@@ -238,7 +267,14 @@ where
                         } else {
                             (-32600, "invalid request")
                         };
-                        answer_error(&self.writer, id, code, format!("{message}: {error}"));
+                        let permit = self.in_flight.take();
+                        answer_error(
+                            &self.writer,
+                            id,
+                            code,
+                            format!("{message}: {error}"),
+                            permit,
+                        );
                     } else {
                         tracing::debug!(%error, "ignored an invalid message without an id");
                     }
@@ -249,6 +285,7 @@ where
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         if let Some(direct) = &self.direct {
+            direct.stopping();
             direct.wait_for_running(direct_calls::CLOSE_WAIT).await;
         }
         self.writer.lock().await.flush().await

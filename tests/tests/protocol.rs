@@ -17,8 +17,12 @@ struct RawServer {
 
 impl RawServer {
     fn start(log: &str) -> Self {
+        Self::start_on(log, &["--memory"])
+    }
+
+    fn start_on(log: &str, store: &[&str]) -> Self {
         let mut child = Command::new(support::server_binary())
-            .args(["--memory"])
+            .args(store)
             .env("RUST_LOG", log)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -302,6 +306,50 @@ fn calls_in_flight_when_input_ends_are_all_answered() {
         .collect();
     answered.sort_unstable();
     assert_eq!(answered, (1..=40).collect::<Vec<_>>());
+}
+
+#[test]
+fn every_write_saved_before_sigterm_is_answered() {
+    let (_dir, path) = support::temp_store();
+    let mut server = RawServer::start_on("warn", &["--db", &path]);
+    server.initialize("2025-11-25");
+    let mut burst = String::new();
+    for id in 1..=60 {
+        let arguments = json!({"title": format!("Sigterm {id}"), "body": "x"});
+        burst.push_str(&tool_call(id, "write", arguments).to_string());
+        burst.push('\n');
+    }
+    server.send_raw(burst.trim_end().as_bytes());
+    // The burst is being answered: SIGTERM lands among calls in flight. Each new note sends
+    // `resources/list_changed`, which rmcp's loop, stopped by the signal, no longer delivers.
+    let first = server.receive();
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut server.stdout, &mut rest).unwrap();
+    assert!(server.child.wait().unwrap().success());
+    let mut answered: Vec<i64> = std::iter::once(first)
+        .chain(rest.lines().map(|l| serde_json::from_str(l).unwrap()))
+        .filter_map(|message: Value| message["id"].as_i64())
+        .collect();
+    answered.sort_unstable();
+
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mut saved: Vec<i64> = conn
+        .prepare("SELECT substr(id, 9) FROM notes WHERE id LIKE 'sigterm-%'")
+        .unwrap()
+        .query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(|id| id.unwrap().parse().unwrap())
+        .collect();
+    saved.sort_unstable();
+    assert_eq!(
+        answered, saved,
+        "every saved note answered, every answer saved"
+    );
 }
 
 #[test]

@@ -18,16 +18,21 @@ struct Server {
     lines: mpsc::Receiver<Value>,
 }
 
+/// The server binary with `args`, its stdin and stdout piped.
+fn spawn_server(args: &[&str]) -> Child {
+    Command::new(support::server_binary())
+        .args(args)
+        .env_remove("PKB_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn")
+}
+
 impl Server {
     fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(support::server_binary())
-            .args(args)
-            .env_remove("PKB_DB")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
+        let mut child = spawn_server(args);
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let (sender, lines) = mpsc::channel();
@@ -289,4 +294,85 @@ fn error_texts_never_mention_other_notes() {
             }
         }
     }
+}
+
+/// A client that pipelines calls and does not read its answers meanwhile: the server stops
+/// reading once its answers wait, instead of reading on and holding every answer in memory.
+#[cfg(target_os = "linux")]
+#[test]
+fn answers_a_client_does_not_read_do_not_pile_up_in_memory() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    const CALLS: usize = 2_000;
+    let mut child = spawn_server(&["--memory"]);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "slow", "version": "0"}}}))
+    .unwrap();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("\"result\""), "{line}");
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+
+    // About 10 MB of calls, each answered with its 5,000 characters: far more than the pipes
+    // and the calls in flight hold.
+    let written = Arc::new(AtomicUsize::new(0));
+    let writer = {
+        let written = written.clone();
+        std::thread::spawn(move || {
+            let text = "x".repeat(5_000);
+            for id in 1..=CALLS {
+                let call = tool_call(id as u64, "echo", json!({"text": text}));
+                writeln!(stdin, "{call}").unwrap();
+                written.store(id, Ordering::Relaxed);
+            }
+        })
+    };
+    // Until the writer is held up by the server, or has written everything.
+    let mut last = 0;
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = written.load(Ordering::Relaxed);
+        if now == last || now == CALLS {
+            break;
+        }
+        last = now;
+    }
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let peak_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    let held_up_at = written.load(Ordering::Relaxed);
+
+    // Every call is still answered once the client reads.
+    let mut answered = 0;
+    while answered < CALLS {
+        line.clear();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if line.contains("\"id\"") {
+            answered += 1;
+        }
+    }
+    writer.join().unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(answered, CALLS);
+    assert!(
+        held_up_at < CALLS,
+        "the writer was held up before writing all {CALLS} calls"
+    );
+    assert!(
+        peak_kib < 60 * 1024,
+        "peak RSS {peak_kib} KiB while {held_up_at} calls were written and none read"
+    );
 }

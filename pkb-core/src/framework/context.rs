@@ -12,8 +12,10 @@ use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, LoggingLevel, LoggingMessageNotificationParam,
     ResourceUpdatedNotificationParam,
 };
+use rmcp::service::ServiceError;
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::store::Store;
 
@@ -34,9 +36,18 @@ pub struct Context {
 pub struct Session {
     subscriptions: Mutex<HashSet<String>>,
     log_level: Mutex<Option<LoggingLevel>>,
+    /// Cancelled once the session's message loop has stopped (SIGTERM): nothing sent to the
+    /// client can be delivered any more, so nothing waits for it.
+    closing: CancellationToken,
 }
 
 impl Session {
+    /// Marks the session as closing: notifications and sampling requests still waiting give
+    /// up, so the calls behind them can answer and the server exit.
+    pub fn close(&self) {
+        self.closing.cancel();
+    }
+
     /// Subscribes the client to updates of `uri`.
     pub fn subscribe(&self, uri: &str) {
         lock(&self.subscriptions).insert(uri.to_string());
@@ -164,7 +175,13 @@ impl Context {
         };
         #[allow(deprecated)] // sampling is deprecated only for the stateless 2026 revision
         let request = peer.create_message(params);
-        match tokio::time::timeout(timeout, request).await {
+        let answer = tokio::select! {
+            answer = tokio::time::timeout(timeout, request) => answer,
+            () = self.session.closing.cancelled() => {
+                return Err(SamplingError::Failed("the session is closing".into()));
+            }
+        };
+        match answer {
             Err(_) => Err(SamplingError::TimedOut(timeout)),
             Ok(Err(error)) => Err(SamplingError::Failed(error.to_string())),
             Ok(Ok(result)) => Ok(result),
@@ -175,18 +192,32 @@ impl Context {
     pub async fn resource_updated(&self, uri: &str) {
         if let Some(peer) = &self.peer
             && self.session.is_subscribed(uri)
-            && let Err(error) = peer
-                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
-                .await
         {
-            tracing::debug!(%error, uri, "could not send resources/updated");
+            let sent = peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri));
+            if let Err(error) = self.unless_closing(sent).await {
+                tracing::debug!(%error, uri, "could not send resources/updated");
+            }
+        }
+    }
+
+    /// `sending`, given up when the session closes: rmcp's loop, which delivers notifications,
+    /// has stopped by then and would leave it waiting.
+    async fn unless_closing(
+        &self,
+        sending: impl Future<Output = Result<(), ServiceError>>,
+    ) -> Result<(), String> {
+        tokio::select! {
+            sent = sending => sent.map_err(|error| error.to_string()),
+            () = self.session.closing.cancelled() => Err("the session is closing".into()),
         }
     }
 
     /// Tells the client that the list of resources changed.
     pub async fn resource_list_changed(&self) {
         if let Some(peer) = &self.peer
-            && let Err(error) = peer.notify_resource_list_changed().await
+            && let Err(error) = self
+                .unless_closing(peer.notify_resource_list_changed())
+                .await
         {
             tracing::debug!(%error, "could not send resources/list_changed");
         }
@@ -200,7 +231,8 @@ impl Context {
             let mut params = LoggingMessageNotificationParam::new(level, data);
             params.logger = Some("pkb".into());
             #[allow(deprecated)] // logging is deprecated only for the stateless 2026 revision
-            if let Err(error) = peer.notify_logging_message(params).await {
+            let sent = peer.notify_logging_message(params);
+            if let Err(error) = self.unless_closing(sent).await {
                 tracing::debug!(%error, "could not send a log message");
             }
         }

@@ -30,6 +30,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer, Service};
 use tokio::io::AsyncWrite;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -40,10 +41,12 @@ use crate::framework::context::lock;
 /// own handlers then.
 pub(super) const END_OF_INPUT_WAIT: Duration = Duration::from_secs(5);
 
-/// How long closing waits for them otherwise (the service was cancelled, as on SIGTERM): what
-/// rmcp's loop allows its own handlers then. A call waiting on the client through rmcp's
-/// stopped loop cannot finish, so waiting longer would only delay the exit.
-pub(super) const CLOSE_WAIT: Duration = Duration::from_secs(2);
+/// How long closing waits for them otherwise (the service was cancelled, as on SIGTERM). What
+/// could only finish through rmcp's stopped loop (a notification, a sampling request) gives up
+/// at once (see [`DirectCalls::stopping`]), so what is left is the store's work: a burst of
+/// pipelined writes, each with its fsync, took over the 2 s rmcp allows its own handlers, and
+/// notes were then saved that were never answered.
+pub(super) const CLOSE_WAIT: Duration = END_OF_INPUT_WAIT;
 
 /// Answers plain tool calls for one session, from inside its [`LineTransport`].
 ///
@@ -76,20 +79,26 @@ impl DirectCalls {
     }
 
     /// Answers `call` through `writer`: on the spot if its handler finishes at once, otherwise
-    /// from a task of its own.
+    /// from a task of its own. `permit` (see [`super::in_flight`]) is held until then.
     pub(super) async fn answer<W>(
         self: &Arc<Self>,
         peer: &Peer<RoleServer>,
         id: RequestId,
         call: CallToolRequestParams,
         writer: &Arc<tokio::sync::Mutex<W>>,
+        permit: Option<OwnedSemaphorePermit>,
     ) where
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let context = RequestContext::new(id.clone(), peer.clone());
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         lock(&self.running).insert(id, (ticket, context.ct.clone()));
-        let mut answering = Box::pin(self.clone().respond(context, call, writer.clone(), ticket));
+        let answering = self
+            .clone()
+            .respond(context, call, writer.clone(), ticket)
+            // The permit goes back once the answer is written, or dropped.
+            .map(move |()| drop(permit));
+        let mut answering = Box::pin(answering);
         // One poll here, with the reading task's waker: a finished call costs no task. A call
         // that is not finished is polled again by its own task, which registers its own waker.
         if let Poll::Ready(()) = futures::poll!(answering.as_mut()) {
@@ -156,6 +165,12 @@ impl DirectCalls {
             tracing::info!(%id, "cancelled");
             cancelled.cancel();
         }
+    }
+
+    /// The session's loop has stopped: what waits to reach the client gives up, so the calls
+    /// behind it can answer.
+    pub(super) fn stopping(&self) {
+        self.server.close_session();
     }
 
     /// Waits for the calls still being answered, until `within` after the first time it was
