@@ -135,6 +135,34 @@ async fn a_note_that_is_not_a_summary_is_never_replaced_by_one() {
 }
 
 #[tokio::test]
+async fn a_summary_whose_id_would_pass_the_limit_is_refused() {
+    let client = connect(&["--memory"], Sampling::Reply("Short.".into())).await;
+    let saved = call(
+        &client,
+        "write",
+        json!({"title": "a".repeat(80), "body": "Body."}),
+    )
+    .await;
+    let mut id = structured(&saved)["id"].as_str().unwrap().to_owned();
+    // 80 characters, then 88 and 96 with their summaries'.
+    for _ in 0..2 {
+        let saved = call(&client, "summarize_and_save", json!({"id": id})).await;
+        id = structured(&saved)["id"].as_str().unwrap().to_owned();
+    }
+    assert_eq!(id.len(), 96);
+    let before = structured(&call(&client, "fetch", json!({"id": id})).await);
+    assert_error(
+        &call(&client, "summarize_and_save", json!({"id": id})).await,
+        &format!(
+            "cannot save a summary of {id}: its ID, {id}-summary, would be longer than 100 characters"
+        ),
+    );
+    let after = structured(&call(&client, "fetch", json!({"id": id})).await);
+    assert_eq!(before, after, "the source is left alone");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_summary_title_is_cut_to_120_characters() {
     let client = connect(&["--memory"], Sampling::Reply("Short.".into())).await;
     // 120 characters with its only space 5 from the end: cutting at a word would leave

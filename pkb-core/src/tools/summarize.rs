@@ -60,7 +60,7 @@ pub async fn summarize_and_save(
 ) -> Result<SummarizeAndSaveOutput, ToolError> {
     // Refused before the client's model is asked, when it can be seen already; the write
     // itself checks again.
-    let summary_note_id = summary_id(&id);
+    let summary_note_id = summary_id(&id)?;
     if let Some(existing) = ctx.store().get(&summary_note_id).await?
         && !existing.tags.iter().any(|t| t == SUMMARY_TAG)
     {
@@ -106,11 +106,17 @@ fn summary_title(title: &str) -> String {
     cut.trim_end().to_string()
 }
 
-/// `<id>-summary`, with the source ID shortened when the whole would pass the ID limit.
-fn summary_id(id: &str) -> String {
-    const SUFFIX: &str = "-summary";
-    let base: String = id.chars().take(ID_MAX_CHARS - SUFFIX.len()).collect();
-    format!("{}{SUFFIX}", base.trim_end_matches('-'))
+/// `<id>-summary`, or an error when that passes the ID limit. Shortening the source ID instead
+/// would give two long IDs one summary, and could give a summary its source's own ID.
+fn summary_id(id: &str) -> Result<String, ToolError> {
+    let summary = format!("{id}-summary");
+    if summary.chars().count() > ID_MAX_CHARS {
+        return Err(ToolError::new(format!(
+            "cannot save a summary of {id}: its ID, {summary}, would be longer than \
+             {ID_MAX_CHARS} characters"
+        )));
+    }
+    Ok(summary)
 }
 
 async fn summary_of(
@@ -130,9 +136,16 @@ mod tests {
 
     #[test]
     fn summary_ids_stay_within_the_limit() {
-        assert_eq!(summary_id("todo"), "todo-summary");
-        let long = "a".repeat(100);
-        assert_eq!(summary_id(&long).chars().count(), 100);
+        assert_eq!(summary_id("todo").unwrap(), "todo-summary");
+        let longest = "a".repeat(92);
+        assert_eq!(summary_id(&longest).unwrap().chars().count(), 100);
+        let error = summary_id(&"a".repeat(93)).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .ends_with("would be longer than 100 characters"),
+            "{error}"
+        );
     }
 
     #[test]
