@@ -365,12 +365,16 @@ fn cancelled_request_id(value: &Value) -> Option<RequestId> {
 }
 
 /// Whether `value` has JSON-RPC 2.0's request envelope: `"jsonrpc": "2.0"`, and an id, if
-/// any, that is a string or a number.
+/// any, that rmcp can hold (see [`answerable_id`]).
 fn valid_envelope(value: &Value) -> bool {
     value.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
-        && value
-            .get("id")
-            .is_none_or(|id| id.is_string() || id.is_number())
+        && value.get("id").is_none_or(|id| answerable_id(id).is_some())
+}
+
+/// `id` if it can be echoed back exactly: a string, or an integer rmcp holds as one. A
+/// fraction or an integer past 64 bits would come back changed, which no client could match.
+fn answerable_id(id: &Value) -> Option<Value> {
+    request_id(id).map(|_| id.clone())
 }
 
 /// The id to answer an invalid message with, or `None` when it must not be answered: a
@@ -379,9 +383,11 @@ fn invalid_answer_id(value: &Value) -> Option<Value> {
     let Some(object) = value.as_object() else {
         return Some(Value::Null);
     };
-    let id = || match object.get("id") {
-        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
-        _ => Value::Null,
+    let id = || {
+        object
+            .get("id")
+            .and_then(answerable_id)
+            .unwrap_or(Value::Null)
     };
     if object.contains_key("method") {
         object.contains_key("id").then(id)

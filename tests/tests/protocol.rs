@@ -221,6 +221,15 @@ fn bad_lines_get_errors_and_the_server_keeps_serving() {
             json!({"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}),
             Value::Null,
         ),
+        // IDs that could not be echoed back exactly.
+        (
+            json!({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}),
+            Value::Null,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": u64::MAX, "method": "ping"}),
+            Value::Null,
+        ),
     ] {
         server.send(envelope.clone());
         let answer = server.receive();
