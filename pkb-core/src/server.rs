@@ -352,7 +352,19 @@ impl ServerHandler for PkbServer {
                 }
                 CompletionTarget::Prompt(&prompt.name)
             }
-            Reference::Resource(template) => CompletionTarget::ResourceTemplate(&template.uri),
+            Reference::Resource(template) => {
+                if !self
+                    .registry
+                    .resource_templates()
+                    .any(|known| known.uri_template == template.uri)
+                {
+                    return Err(invalid_params(format!(
+                        "unknown resource template: {}",
+                        template.uri
+                    )));
+                }
+                CompletionTarget::ResourceTemplate(&template.uri)
+            }
             _ => return Err(invalid_params("unsupported completion reference")),
         };
         let completion = self

@@ -321,6 +321,17 @@ async fn completions_for_ids_and_tags() {
         all.completion.values,
         ["deploy", "meetings", "release", "todo"]
     );
+    // A template the server does not have is an error, as an unknown prompt is.
+    let Err(ServiceError::McpError(error)) = client
+        .complete(CompleteRequestParams::new(
+            Reference::for_resource("pkb://nowhere/{id}"),
+            ArgumentInfo::new("id", "d"),
+        ))
+        .await
+    else {
+        panic!("an unknown template is refused")
+    };
+    assert_eq!(error.code.0, -32602);
     client.cancel().await.unwrap();
 }
 
