@@ -5,7 +5,8 @@
 #![allow(deprecated)]
 
 use std::borrow::Cow;
-use std::sync::{Arc, OnceLock};
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -118,16 +119,26 @@ impl PkbServer {
 
 const CURSOR_PREFIX: &str = "notes-after:";
 
+/// This process's key for tagging cursors: a cursor carries the note ID it continues after
+/// and a keyed hash of it, so one made up by a client, or issued by another process, is
+/// refused rather than served.
+static CURSOR_KEY: LazyLock<RandomState> = LazyLock::new(RandomState::new);
+
+fn cursor_tag(last_id: &str) -> String {
+    format!("{:016x}", CURSOR_KEY.hash_one(last_id))
+}
+
 fn encode_cursor(last_id: &str) -> String {
-    URL_SAFE_NO_PAD.encode(format!("{CURSOR_PREFIX}{last_id}"))
+    let tag = cursor_tag(last_id);
+    URL_SAFE_NO_PAD.encode(format!("{CURSOR_PREFIX}{last_id}#{tag}"))
 }
 
 /// The note ID a cursor continues after, or `None` for a cursor this server never issued.
 fn decode_cursor(cursor: &str) -> Option<String> {
     let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
     let text = String::from_utf8(bytes).ok()?;
-    let id = text.strip_prefix(CURSOR_PREFIX)?;
-    is_valid_id(id).then(|| id.to_string())
+    let (id, tag) = text.strip_prefix(CURSOR_PREFIX)?.split_once('#')?;
+    (is_valid_id(id) && tag == cursor_tag(id)).then(|| id.to_string())
 }
 
 fn invalid_params(message: impl Into<Cow<'static, str>>) -> ErrorData {
@@ -427,6 +438,11 @@ mod tests {
         assert_eq!(decode_cursor(""), None);
         assert_eq!(decode_cursor(&base64_of("other:todo")), None);
         assert_eq!(decode_cursor(&base64_of("notes-after:BAD ID")), None);
+        // Well formed, but not issued: no tag, or another ID's.
+        assert_eq!(decode_cursor(&base64_of("notes-after:todo")), None);
+        let other = super::cursor_tag("zzz");
+        let forged = base64_of(&format!("notes-after:todo#{other}"));
+        assert_eq!(decode_cursor(&forged), None);
     }
 
     fn base64_of(text: &str) -> String {
