@@ -565,7 +565,7 @@ fn argument_checks(handler: &Handler, usage: ArgumentUse, ret: &Type) -> TokenSt
         rule_check(rules.max_len.as_ref().map(|r| r.span), "assert_has_length");
         rule_check(
             rules.single_line.as_ref().map(|r| r.span),
-            "assert_has_length",
+            "assert_has_lines",
         );
         rule_check(rules.trim.as_ref().map(|r| r.span), "assert_trimmable");
         rule_check(rules.min_items.as_ref().map(|r| r.span), "assert_has_items");

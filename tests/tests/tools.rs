@@ -129,6 +129,17 @@ async fn every_offending_field_is_named_at_once() {
         "invalid arguments: title: must be at least 1 character; body: required; \
          tags[1]: must be at most 40 characters; overwrite: must be a boolean; bogus: unknown field",
     );
+    let control = call(
+        &client,
+        "write",
+        json!({"title": "Tagged", "body": "", "tags": ["ok", "two\nlines", "nul\u{0}"]}),
+    )
+    .await;
+    assert_error(
+        &control,
+        "invalid arguments: tags[1]: must be one line without control characters; \
+         tags[2]: must be one line without control characters",
+    );
     let null_overwrite = call(
         &client,
         "write",

@@ -174,7 +174,7 @@ fn check_value(spec: &ArgSpec, mut value: Value, invalid: &mut InvalidArguments)
                         text,
                         rules.item_min_len,
                         rules.item_max_len,
-                        false,
+                        rules.single_line,
                         invalid,
                     );
                 }

@@ -15,12 +15,21 @@ impl<T: DeserializeOwned + JsonSchema + Send + 'static> ToolArgument for T {}
 
 /// Types whose length is counted in characters.
 #[diagnostic::on_unimplemented(
-    message = "`min_len`, `max_len` and `single_line` apply to `String` arguments, not to `{Self}`",
+    message = "`min_len` and `max_len` apply to `String` arguments, not to `{Self}`",
     label = "this rule needs a `String` argument",
     note = "use `min_items`/`max_items` for a list and `min`/`max` for a number"
 )]
 pub trait HasLength {}
 impl HasLength for String {}
+
+/// Text, or lists of it, that can be held to one line.
+#[diagnostic::on_unimplemented(
+    message = "`single_line` applies to `String` and `Vec<String>` arguments, not to `{Self}`",
+    label = "this rule needs a string argument"
+)]
+pub trait HasLines {}
+impl HasLines for String {}
+impl HasLines for Vec<String> {}
 
 /// Types that can be trimmed.
 #[diagnostic::on_unimplemented(
@@ -80,6 +89,8 @@ impl TemplateVariable for String {}
 pub fn assert_argument<T: ToolArgument>() {}
 /// Checks that `T` takes length rules.
 pub fn assert_has_length<T: HasLength>() {}
+/// Checks that `T` takes `single_line`.
+pub fn assert_has_lines<T: HasLines>() {}
 /// Checks that `T` can be trimmed.
 pub fn assert_trimmable<T: Trimmable>() {}
 /// Checks that `T` takes item-count rules.

@@ -30,6 +30,7 @@ pub fn input_schema(specs: &[ArgSpec]) -> Arc<JsonObject> {
         };
         property.insert("description".into(), json!(spec.description));
         let rules = &spec.rules;
+        let list = property.get("type") == Some(&json!("array"));
         let mut set = |key: &str, value: Option<Value>| {
             if let Some(value) = value {
                 property.insert(key.into(), value);
@@ -41,10 +42,13 @@ pub fn input_schema(specs: &[ArgSpec]) -> Arc<JsonObject> {
         set("maxItems", rules.max_items.map(Value::from));
         set("minimum", rules.min.map(number));
         set("maximum", rules.max.map(number));
-        if rules.single_line {
+        if rules.single_line && !list {
             set("pattern", Some(json!(SINGLE_LINE_PATTERN)));
         }
-        if rules.item_min_len.is_some() || rules.item_max_len.is_some() {
+        let item_rules = rules.item_min_len.is_some()
+            || rules.item_max_len.is_some()
+            || (rules.single_line && list);
+        if item_rules {
             let items = property.entry("items").or_insert_with(|| json!({}));
             if let Value::Object(items) = items {
                 if let Some(min) = rules.item_min_len {
@@ -52,6 +56,9 @@ pub fn input_schema(specs: &[ArgSpec]) -> Arc<JsonObject> {
                 }
                 if let Some(max) = rules.item_max_len {
                     items.insert("maxLength".into(), max.into());
+                }
+                if rules.single_line {
+                    items.insert("pattern".into(), json!(SINGLE_LINE_PATTERN));
                 }
             }
         }

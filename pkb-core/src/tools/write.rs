@@ -31,7 +31,14 @@ pub async fn write(
     #[arg(max_len = 10_000)]
     body: String,
     /// Up to 20 tags of 1 to 40 characters; stored lowercased, without duplicates.
-    #[arg(default, trim, max_items = 20, item_min_len = 1, item_max_len = 40)]
+    #[arg(
+        default,
+        trim,
+        single_line,
+        max_items = 20,
+        item_min_len = 1,
+        item_max_len = 40
+    )]
     tags: Vec<String>,
     /// Replace an existing note with the same ID.
     #[arg(default)]
