@@ -134,6 +134,9 @@ fn probe(tool: &str, schema: &Value, specs: &[ArgSpec]) {
         if property.get("pattern").is_some() {
             assert_refuses(tool, specs, with(&base, name, json!("line\nbreak")), name);
         }
+        if property["items"].get("pattern").is_some() {
+            assert_refuses(tool, specs, with(&base, name, json!(["line\nbreak"])), name);
+        }
         let wrong_type = match property["type"].as_str() {
             Some("string") => json!(17),
             _ => json!("not the declared type"),
@@ -164,12 +167,9 @@ fn assert_rules_advertised(tool: &str, schema: &Value, specs: &[ArgSpec]) {
         expect("maxItems", rules.max_items.map(Value::from));
         expect("minimum", rules.min.map(|m| json!(m as i64)));
         expect("maximum", rules.max.map(|m| json!(m as i64)));
-        assert_eq!(
-            property.get("pattern").is_some(),
-            rules.single_line,
-            "{tool}.{}",
-            spec.name
-        );
+        // On the property for a string, on its items for a list.
+        let pattern = property.get("pattern").or(property["items"].get("pattern"));
+        assert_eq!(pattern.is_some(), rules.single_line, "{tool}.{}", spec.name);
         assert_eq!(
             property["items"].get("maxLength").cloned(),
             rules.item_max_len.map(Value::from),
