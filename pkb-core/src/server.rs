@@ -191,12 +191,20 @@ impl ServerHandler for PkbServer {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
+        // A session is initialized once: a second `initialize` would renegotiate the version
+        // under calls already answered in the first.
+        if self.peer.get().is_some() {
+            return Err(ErrorData::invalid_request(
+                "the session is already initialized",
+                None,
+            ));
+        }
         // rmcp's default, plus keeping the peer: `DirectCalls` answers from the first call
         // the client sends after this answer.
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
         if self.peer.set(context.peer).is_err() {
-            tracing::warn!("initialize came twice; kept the first session's client handle");
+            tracing::warn!("initialize came twice at once; kept the first session's client handle");
         }
         Ok(result)
     }

@@ -318,6 +318,22 @@ fn calls_in_flight_when_input_ends_are_all_answered() {
 }
 
 #[test]
+fn a_second_initialize_is_refused_and_the_first_session_goes_on() {
+    let mut server = RawServer::start("warn");
+    let first = server.initialize("2025-11-25");
+    assert_eq!(first["result"]["protocolVersion"], "2025-11-25");
+    let again = server.initialize("2024-11-05");
+    assert_eq!(again["error"]["code"], -32600, "{again}");
+    // Still the first session's version: results keep their structured content.
+    server.send(tool_call(7, "echo", json!({"text": "hi"})));
+    let echoed = server.receive();
+    assert_eq!(
+        echoed["result"]["structuredContent"]["text"], "hi",
+        "{echoed}"
+    );
+}
+
+#[test]
 fn every_write_saved_before_sigterm_is_answered() {
     let (_dir, path) = support::temp_store();
     let mut server = RawServer::start_on("warn", &["--db", &path]);
