@@ -71,8 +71,10 @@ impl PkbServer {
         self.peer.get()
     }
 
-    /// Marks the session as closing (see [`Session::close`]).
-    pub(crate) fn close_session(&self) {
+    /// Marks the session as closing (see [`Session::close`]): call it once the service is
+    /// cancelled, so that calls waiting to notify the client or to sample its model answer at
+    /// once.
+    pub fn close_session(&self) {
         self.session.close();
     }
 

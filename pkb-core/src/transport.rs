@@ -17,7 +17,8 @@ use in_flight::InFlight;
 pub use in_flight::MAX_IN_FLIGHT;
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolRequestParams, ClientRequest, JsonRpcMessage, NumberOrString, Request, RequestId,
+    CallToolRequestParams, ClientNotification, ClientRequest, JsonRpcMessage, NumberOrString,
+    Request, RequestId,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -118,6 +119,8 @@ async fn end_of_input(direct: Option<&DirectCalls>) -> Option<RxJsonRpcMessage<R
         direct
             .wait_for_running(direct_calls::END_OF_INPUT_WAIT)
             .await;
+        // rmcp's loop stops on the `None`: what still waits on the client gives up.
+        direct.stopping();
     }
     None
 }
@@ -239,12 +242,6 @@ where
                 }
                 Err(value) => value,
             };
-            if let Some(id) = cancelled_request_id(&value) {
-                if let Some(direct) = &self.direct {
-                    direct.cancel(&id);
-                }
-                self.in_flight.cancelled(&id);
-            }
             let id = invalid_answer_id(&value);
             // Only a well-formed request can have bad params; a bad envelope around a known
             // method is still an invalid request.
@@ -257,6 +254,14 @@ where
                 Ok(message) => {
                     if let JsonRpcMessage::Request(request) = &message {
                         self.in_flight.hold_for(request.id.clone());
+                    }
+                    // The request a cancellation names, read as rmcp reads it (`5.0` is 5),
+                    // so that the two agree on which call gets no answer.
+                    if let Some(id) = cancelled_request_id(&message) {
+                        if let Some(direct) = &self.direct {
+                            direct.cancel(&id);
+                        }
+                        self.in_flight.cancelled(&id);
                     }
                     return Some(message);
                 }
@@ -288,7 +293,15 @@ where
             direct.stopping();
             direct.wait_for_running(direct_calls::CLOSE_WAIT).await;
         }
-        self.writer.lock().await.flush().await
+        // An answer stuck writing to a client that no longer reads holds the writer: exit
+        // rather than wait for it.
+        match tokio::time::timeout(direct_calls::CLOSE_WAIT, self.writer.lock()).await {
+            Ok(mut writer) => writer.flush().await,
+            Err(_) => {
+                tracing::warn!("output still blocked when closing; exiting without flushing");
+                Ok(())
+            }
+        }
     }
 }
 
@@ -356,12 +369,17 @@ fn request_id(id: &Value) -> Option<RequestId> {
     }
 }
 
-/// The request a `notifications/cancelled` names, if `value` is one.
-fn cancelled_request_id(value: &Value) -> Option<RequestId> {
-    if value.get("method")?.as_str()? != "notifications/cancelled" {
-        return None;
+/// The request a `notifications/cancelled` names, if `message` is one.
+fn cancelled_request_id(message: &RxJsonRpcMessage<RoleServer>) -> Option<RequestId> {
+    match message {
+        JsonRpcMessage::Notification(notification) => match &notification.notification {
+            ClientNotification::CancelledNotification(cancelled) => {
+                cancelled.params.request_id.clone()
+            }
+            _ => None,
+        },
+        _ => None,
     }
-    request_id(value.get("params")?.get("requestId")?)
 }
 
 /// Whether `value` has JSON-RPC 2.0's request envelope: `"jsonrpc": "2.0"`, and an id, if
@@ -438,7 +456,7 @@ mod tests {
 
     #[test]
     fn a_cancellation_names_the_request_it_cancels() {
-        let named = |value: Value| cancelled_request_id(&value);
+        let named = |value: Value| generic(&value).and_then(|m| cancelled_request_id(&m));
         assert_eq!(
             named(
                 json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -452,6 +470,14 @@ mod tests {
                          "params": {"requestId": "a"}})
             ),
             Some(NumberOrString::String("a".into()))
+        );
+        // As rmcp reads it: an integral float is the integer.
+        assert_eq!(
+            named(
+                json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": 5.0}})
+            ),
+            Some(NumberOrString::Number(5))
         );
         for other in [
             json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}),

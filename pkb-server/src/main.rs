@@ -102,6 +102,7 @@ async fn serve(registry: Arc<Registry>, store: Store, sampling_timeout: Duration
     let server = PkbServer::new(registry, store).with_sampling_timeout(sampling_timeout);
     // Once the client has initialized, plain tool calls skip rmcp's service loop.
     let direct_calls = DirectCalls::new(server.clone());
+    let session = server.clone();
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
     let transport = LineTransport::new(stdin, stdout).with_direct_calls(direct_calls);
     let mut shutdown = Box::pin(shutdown.received());
@@ -120,6 +121,7 @@ async fn serve(registry: Arc<Registry>, store: Store, sampling_timeout: Duration
         shutdown.await;
         tracing::info!("signal received, shutting down");
         cancel.cancel();
+        session.close_session();
     });
     match service.waiting().await {
         Ok(reason) => {

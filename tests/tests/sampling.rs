@@ -131,6 +131,17 @@ async fn a_note_that_is_not_a_summary_is_never_replaced_by_one() {
     .await;
     let saved = call(&client, "summarize_and_save", json!({"id": "todo"})).await;
     assert_eq!(text(&saved), "saved: todo-summary");
+    // A missing source is not found, whatever holds its summary's ID: no other note is named.
+    call(
+        &client,
+        "write",
+        json!({"title": "Ghost summary", "body": "Mine.", "tags": ["mine"]}),
+    )
+    .await;
+    assert_error(
+        &call(&client, "summarize_and_save", json!({"id": "ghost"})).await,
+        "No note found with ID: ghost",
+    );
     client.cancel().await.unwrap();
 }
 

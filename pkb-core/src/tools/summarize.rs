@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::note::{BODY_MAX_CHARS, ID_MAX_CHARS, TAGS_MAX, TITLE_MAX_CHARS, normalize_tags};
+use crate::note::{BODY_MAX_CHARS, ID_MAX_CHARS, Note, TAGS_MAX, TITLE_MAX_CHARS, normalize_tags};
 use crate::store::{NoteDraft, PutMode};
 use crate::summary::{SummarySource, summarize as summarize_note};
 use crate::tools::fetch::not_found;
@@ -30,7 +30,8 @@ pub async fn summarize(
     #[arg(trim, min_len = 1, max_len = 100)]
     id: String,
 ) -> Result<SummarizeOutput, ToolError> {
-    let (summary, source) = summary_of(ctx, &id).await?.1;
+    let note = source_note(ctx, &id).await?;
+    let (summary, source) = summary_of(ctx, &note).await?;
     Ok(SummarizeOutput {
         id,
         summary,
@@ -58,15 +59,17 @@ pub async fn summarize_and_save(
     #[arg(trim, min_len = 1, max_len = 100)]
     id: String,
 ) -> Result<SummarizeAndSaveOutput, ToolError> {
+    // A missing source is reported first, as `fetch` reports it: no other note is named.
+    let note = source_note(ctx, &id).await?;
     // Refused before the client's model is asked, when it can be seen already; the write
     // itself checks again.
-    let summary_note_id = summary_id(&id)?;
+    let summary_note_id = summary_id(&note.id)?;
     if let Some(existing) = ctx.store().get(&summary_note_id).await?
         && !existing.tags.iter().any(|t| t == SUMMARY_TAG)
     {
         return Err(not_a_summary(&summary_note_id));
     }
-    let (note, (summary, source)) = summary_of(ctx, &id).await?;
+    let (summary, source) = summary_of(ctx, &note).await?;
     let mut tags = note.tags.clone();
     tags.truncate(TAGS_MAX - 1);
     tags.push(SUMMARY_TAG.into());
@@ -119,15 +122,16 @@ fn summary_id(id: &str) -> Result<String, ToolError> {
     Ok(summary)
 }
 
-async fn summary_of(
-    ctx: &Context,
-    id: &str,
-) -> Result<(crate::note::Note, (String, SummarySource)), ToolError> {
-    let note = ctx.store().get(id).await?.ok_or_else(|| not_found(id))?;
-    let summary = summarize_note(ctx, &note)
+/// The note `id`, or the contract's not-found error.
+async fn source_note(ctx: &Context, id: &str) -> Result<Note, ToolError> {
+    ctx.store().get(id).await?.ok_or_else(|| not_found(id))
+}
+
+/// A summary of `note` by the client's model, or the extractive one.
+async fn summary_of(ctx: &Context, note: &Note) -> Result<(String, SummarySource), ToolError> {
+    summarize_note(ctx, note)
         .await
-        .map_err(|reason| ToolError::new(format!("summarize failed: {reason}")))?;
-    Ok((note, summary))
+        .map_err(|reason| ToolError::new(format!("summarize failed: {reason}")))
 }
 
 #[cfg(test)]
