@@ -74,7 +74,7 @@ impl InFlight {
 
     /// Gives back the permit of request `id`, cancelled by the client: rmcp writes no answer.
     pub(super) fn cancelled(&self, id: &RequestId) {
-        lock(&self.by_id).remove(id);
+        drop(self.answered(id));
     }
 }
 
