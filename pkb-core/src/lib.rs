@@ -8,6 +8,7 @@
 // Lets this crate use its own macros, whose expansions name `::pkb_core`.
 extern crate self as pkb_core;
 
+pub mod auth;
 pub mod framework;
 pub mod note;
 pub mod store;

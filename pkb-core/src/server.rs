@@ -1,4 +1,5 @@
-//! The MCP server: answers the protocol from the [`Registry`] and the [`Store`].
+//! The MCP server: answers the protocol from the [`Registry`] and the notes of the user
+//! each request acts for.
 
 // Sampling, logging and subscriptions are deprecated only for the stateless 2026-07-28
 // revision, which PKB does not serve (see `supported_protocol_versions`).
@@ -23,35 +24,96 @@ use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer, ServerHandler};
 use serde_json::json;
 
+use crate::auth::{Principal, User};
+use crate::framework::changes::ChangeHub;
 use crate::note::is_valid_id;
 use crate::resources::note_uri;
 use crate::store::Store;
+use crate::store::per_user::UserStores;
 use crate::{CompletionTarget, Context, Registry, ResourceError, Session};
 
 /// The most entries in one page of resources/list.
 pub const RESOURCES_PAGE_SIZE: usize = 100;
 
-/// One client's MCP server over a store.
+/// One client's MCP server over the notes of the user it serves.
 #[derive(Clone)]
 pub struct PkbServer {
     registry: Arc<Registry>,
-    store: Store,
+    notes: Notes,
     session: Arc<Session>,
     sampling_timeout: std::time::Duration,
     /// The client handle of the session, once `initialize` has succeeded.
     peer: Arc<OnceLock<Peer<RoleServer>>>,
+    /// Where changes are shared with the other sessions of the same user, when there can be
+    /// several (over HTTP).
+    changes: Option<Arc<ChangeHub>>,
+    /// The user the session was initialized by: every later request must be theirs.
+    user: Arc<OnceLock<User>>,
+}
+
+/// Whose notes a request reaches.
+#[derive(Clone)]
+enum Notes {
+    /// One store for every request: one user.
+    Shared(Store),
+    /// Each authenticated user's own store.
+    PerUser(Arc<UserStores>),
+}
+
+/// The user of requests that carry no [`Principal`] (no authorization: one user).
+fn local_user() -> &'static User {
+    static LOCAL: LazyLock<User> = LazyLock::new(|| User::new("local"));
+    &LOCAL
+}
+
+/// The principal the HTTP transport found for this request, if any.
+fn principal_of(request: &RequestContext<RoleServer>) -> Option<&Principal> {
+    request
+        .extensions
+        .get::<http::request::Parts>()?
+        .extensions
+        .get::<Principal>()
 }
 
 impl PkbServer {
-    /// A server answering from `registry` over `store`.
+    /// A server answering from `registry` over `store`, for one user.
     pub fn new(registry: Arc<Registry>, store: Store) -> Self {
+        Self::with_notes(registry, Notes::Shared(store))
+    }
+
+    /// A server answering each authenticated user from their own store in `users`.
+    pub fn per_user(registry: Arc<Registry>, users: Arc<UserStores>) -> Self {
+        Self::with_notes(registry, Notes::PerUser(users))
+    }
+
+    fn with_notes(registry: Arc<Registry>, notes: Notes) -> Self {
         Self {
             registry,
-            store,
+            notes,
             session: Arc::default(),
             sampling_timeout: crate::summary::SAMPLING_TIMEOUT,
             peer: Arc::default(),
+            changes: None,
+            user: Arc::default(),
         }
+    }
+
+    /// A server for one more session beside this one: the same registry, notes and
+    /// settings, a session of its own.
+    pub fn new_session(&self) -> Self {
+        Self {
+            session: Arc::default(),
+            peer: Arc::default(),
+            user: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// The same server, sharing the changes a session makes with the other sessions of the
+    /// same user through `hub`.
+    pub fn with_change_hub(mut self, hub: Arc<ChangeHub>) -> Self {
+        self.changes = Some(hub);
+        self
     }
 
     /// The same server with another limit on how long a sampling request may take.
@@ -63,6 +125,11 @@ impl PkbServer {
     /// The registry it serves.
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The registry it serves, shared.
+    pub fn shared_registry(&self) -> Arc<Registry> {
+        Arc::clone(&self.registry)
     }
 
     /// The session's handle on its client, from the moment `initialize` succeeded (before its
@@ -78,34 +145,74 @@ impl PkbServer {
         self.session.close();
     }
 
-    fn context(&self, request: &RequestContext<RoleServer>) -> Context {
+    /// The user `request` acts for. A session answers its own user only: a request of
+    /// another user in it (which the HTTP transport already answers 404) is refused as if
+    /// the session did not exist.
+    fn user_of<'a>(
+        &'a self,
+        request: &'a RequestContext<RoleServer>,
+    ) -> Result<&'a User, ErrorData> {
+        let user = principal_of(request).map_or(local_user(), |p| &p.user);
+        match self.user.get() {
+            Some(bound) if bound != user => {
+                Err(ErrorData::invalid_request("session not found", None))
+            }
+            _ => Ok(user),
+        }
+    }
+
+    /// The store of the user `request` acts for.
+    async fn store_of(&self, request: &RequestContext<RoleServer>) -> Result<Store, ErrorData> {
+        match &self.notes {
+            Notes::Shared(store) => {
+                self.user_of(request)?;
+                Ok(store.clone())
+            }
+            Notes::PerUser(users) => {
+                let user = self.user_of(request)?;
+                users
+                    .store_for(user)
+                    .await
+                    .map_err(|e| ErrorData::internal_error(format!("storage error: {e}"), None))
+            }
+        }
+    }
+
+    async fn context(&self, request: &RequestContext<RoleServer>) -> Result<Context, ErrorData> {
+        let store = self.store_of(request).await?;
         let sampling = request
             .client_capabilities()
             .is_some_and(|caps| caps.sampling.is_some());
-        Context::new(
-            self.store.clone(),
+        let mut context = Context::new(
+            store,
             self.session.clone(),
             Some(request.peer.clone()),
             sampling,
         )
-        .with_sampling_timeout(self.sampling_timeout)
+        .with_sampling_timeout(self.sampling_timeout);
+        if let Some(hub) = &self.changes {
+            let user = self.user_of(request)?;
+            context = context.with_changes(Arc::clone(hub), user.storage_key().into());
+        }
+        Ok(context)
     }
 
     /// Note entries after `after`, `limit` at most, and whether more follow.
     async fn note_resources(
         &self,
+        store: &Store,
+        user: &User,
         after: Option<&str>,
         limit: usize,
     ) -> Result<(Vec<Resource>, Option<String>), ErrorData> {
-        let mut notes = self
-            .store
+        let mut notes = store
             .list(after, limit + 1)
             .await
             .map_err(|e| ErrorData::internal_error(format!("storage error: {e}"), None))?;
         let more = notes.len() > limit;
         notes.truncate(limit);
         let next = more
-            .then(|| notes.last().map(|n| encode_cursor(&n.id)))
+            .then(|| notes.last().map(|n| encode_cursor(user, &n.id)))
             .flatten();
         let resources = notes
             .into_iter()
@@ -122,25 +229,26 @@ impl PkbServer {
 const CURSOR_PREFIX: &str = "notes-after:";
 
 /// This process's key for tagging cursors: a cursor carries the note ID it continues after
-/// and a keyed hash of it, so one made up by a client, or issued by another process, is
-/// refused rather than served.
+/// and a keyed hash of it and of its user, so one made up by a client, issued by another
+/// process, or issued to another user, is refused rather than served.
 static CURSOR_KEY: LazyLock<RandomState> = LazyLock::new(RandomState::new);
 
-fn cursor_tag(last_id: &str) -> String {
-    format!("{:016x}", CURSOR_KEY.hash_one(last_id))
+fn cursor_tag(user: &User, last_id: &str) -> String {
+    format!("{:016x}", CURSOR_KEY.hash_one((user.identity(), last_id)))
 }
 
-fn encode_cursor(last_id: &str) -> String {
-    let tag = cursor_tag(last_id);
+fn encode_cursor(user: &User, last_id: &str) -> String {
+    let tag = cursor_tag(user, last_id);
     URL_SAFE_NO_PAD.encode(format!("{CURSOR_PREFIX}{last_id}#{tag}"))
 }
 
-/// The note ID a cursor continues after, or `None` for a cursor this server never issued.
-fn decode_cursor(cursor: &str) -> Option<String> {
+/// The note ID a cursor continues after, or `None` for a cursor this server never issued
+/// to `user`.
+fn decode_cursor(user: &User, cursor: &str) -> Option<String> {
     let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
     let text = String::from_utf8(bytes).ok()?;
     let (id, tag) = text.strip_prefix(CURSOR_PREFIX)?.split_once('#')?;
-    (is_valid_id(id) && tag == cursor_tag(id)).then(|| id.to_string())
+    (is_valid_id(id) && tag == cursor_tag(user, id)).then(|| id.to_string())
 }
 
 fn invalid_params(message: impl Into<Cow<'static, str>>) -> ErrorData {
@@ -205,6 +313,14 @@ impl ServerHandler for PkbServer {
         // the client sends after this answer.
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
+        let user = principal_of(&context)
+            .map_or(local_user(), |p| &p.user)
+            .clone();
+        if let Some(hub) = &self.changes {
+            self.session
+                .forward_changes(hub.subscribe(&user.storage_key()), context.peer.clone());
+        }
+        let _ = self.user.set(user);
         if self.peer.set(context.peer).is_err() {
             tracing::warn!("initialize came twice at once; kept the first session's client handle");
         }
@@ -231,7 +347,7 @@ impl ServerHandler for PkbServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let ctx = self.context(&context);
+        let ctx = self.context(&context).await?;
         match self
             .registry
             .call_tool(ctx, &request.name, request.arguments)
@@ -245,22 +361,26 @@ impl ServerHandler for PkbServer {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        let store = self.store_of(&context).await?;
+        let user = self.user_of(&context)?;
         let cursor = request.and_then(|r| r.cursor);
         // The first page starts with the fixed resources, then notes by ID; a cursor names
         // the last note ID a page held.
         let (mut resources, after) = match cursor {
             None => (self.registry.static_resources().collect::<Vec<_>>(), None),
             Some(cursor) => {
-                let after = decode_cursor(&cursor).ok_or_else(|| {
+                let after = decode_cursor(user, &cursor).ok_or_else(|| {
                     invalid_params("invalid cursor: pass a nextCursor this server returned")
                 })?;
                 (Vec::new(), Some(after))
             }
         };
         let room = RESOURCES_PAGE_SIZE.saturating_sub(resources.len());
-        let (notes, next_cursor) = self.note_resources(after.as_deref(), room).await?;
+        let (notes, next_cursor) = self
+            .note_resources(&store, user, after.as_deref(), room)
+            .await?;
         resources.extend(notes);
         let mut result = ListResourcesResult::with_all_items(resources);
         result.next_cursor = next_cursor;
@@ -285,7 +405,7 @@ impl ServerHandler for PkbServer {
         let uri = request.uri;
         match self
             .registry
-            .read_resource(self.context(&context), &uri)
+            .read_resource(self.context(&context).await?, &uri)
             .await
         {
             Ok((mime_type, text)) => {
@@ -306,8 +426,9 @@ impl ServerHandler for PkbServer {
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        self.user_of(&context)?;
         if self.registry.resolve_resource(&request.uri).is_none() {
             return Err(ErrorData::resource_not_found(
                 format!("resource not found: {}", request.uri),
@@ -342,7 +463,7 @@ impl ServerHandler for PkbServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let ctx = self.context(&context);
+        let ctx = self.context(&context).await?;
         match self
             .registry
             .get_prompt(ctx, &request.name, request.arguments)
@@ -391,7 +512,7 @@ impl ServerHandler for PkbServer {
         let completion = self
             .registry
             .complete(
-                self.context(&context),
+                self.context(&context).await?,
                 target,
                 &request.argument.name,
                 request.argument.value.clone(),
@@ -437,22 +558,30 @@ impl ServerHandler for PkbServer {
 #[cfg(test)]
 mod tests {
     use super::{decode_cursor, encode_cursor};
+    use crate::auth::User;
 
     #[test]
     fn cursors_round_trip_and_reject_forgeries() {
+        let alice = User::token_user("alice");
         assert_eq!(
-            decode_cursor(&encode_cursor("todo")).as_deref(),
+            decode_cursor(&alice, &encode_cursor(&alice, "todo")).as_deref(),
             Some("todo")
         );
-        assert_eq!(decode_cursor("garbage!"), None);
-        assert_eq!(decode_cursor(""), None);
-        assert_eq!(decode_cursor(&base64_of("other:todo")), None);
-        assert_eq!(decode_cursor(&base64_of("notes-after:BAD ID")), None);
+        assert_eq!(decode_cursor(&alice, "garbage!"), None);
+        assert_eq!(decode_cursor(&alice, ""), None);
+        assert_eq!(decode_cursor(&alice, &base64_of("other:todo")), None);
+        assert_eq!(
+            decode_cursor(&alice, &base64_of("notes-after:BAD ID")),
+            None
+        );
         // Well formed, but not issued: no tag, or another ID's.
-        assert_eq!(decode_cursor(&base64_of("notes-after:todo")), None);
-        let other = super::cursor_tag("zzz");
+        assert_eq!(decode_cursor(&alice, &base64_of("notes-after:todo")), None);
+        let other = super::cursor_tag(&alice, "zzz");
         let forged = base64_of(&format!("notes-after:todo#{other}"));
-        assert_eq!(decode_cursor(&forged), None);
+        assert_eq!(decode_cursor(&alice, &forged), None);
+        // Issued, but to another user.
+        let bob = User::token_user("bob");
+        assert_eq!(decode_cursor(&bob, &encode_cursor(&alice, "todo")), None);
     }
 
     fn base64_of(text: &str) -> String {

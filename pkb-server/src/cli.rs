@@ -1,10 +1,11 @@
 //! Command-line flags, and the `tools` and `call` subcommands for people at a terminal.
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use pkb_core::store::{Store, StoreError};
 use pkb_core::{Context, Registry};
 use rmcp::model::ContentBlock;
@@ -34,6 +35,49 @@ pub struct Cli {
     /// Log filter for stderr, such as `info` or `pkb_core=debug` [default: $RUST_LOG, else warn].
     #[arg(long, value_name = "FILTER", global = true)]
     pub log_level: Option<String>,
+    /// The data directory: the tokens, and each user's notes with --auth tokens or oauth
+    /// [default: $XDG_DATA_HOME/pkb, else ~/.local/share/pkb].
+    #[arg(long, value_name = "DIR", global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8787
+    /// (port 0 picks a free one).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// Who may call over HTTP: `none` (loopback addresses only), `tokens` (made with
+    /// `pkb-server token create`) or `oauth` (access tokens of --oauth-issuer).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = AuthMode::None, requires = "http")]
+    pub auth: AuthMode,
+    /// Serve HTTPS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, value_name = "PEM", requires_all = ["http", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "PEM", requires_all = ["http", "tls_cert"])]
+    pub tls_key: Option<PathBuf>,
+    /// The server's origin as clients reach it, e.g. https://notes.example.com
+    /// [default: http://ADDR]. The OAuth resource is <public-url>/mcp.
+    #[arg(long, value_name = "URL", requires = "http")]
+    pub public_url: Option<String>,
+    /// Another Host name to accept besides the public URL's (repeatable).
+    #[arg(long, value_name = "HOST", requires = "http")]
+    pub allowed_host: Vec<String>,
+    /// A browser Origin to accept besides the public URL's (repeatable).
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    pub allowed_origin: Vec<String>,
+    /// End HTTP sessions idle for this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..), requires = "http")]
+    pub session_idle_timeout: u64,
+    /// The most HTTP sessions open at once; past it, initialize gets 503.
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..), requires = "http")]
+    pub max_sessions: u64,
+    /// The OAuth authorization server whose access tokens are accepted (--auth oauth).
+    #[arg(long, value_name = "URL")]
+    pub oauth_issuer: Option<String>,
+    /// The issuer's key set, when its metadata does not name it.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub oauth_jwks_url: Option<String>,
+    /// The audience access tokens must name [default: <public-url>/mcp].
+    #[arg(long, value_name = "VALUE", requires = "oauth_issuer")]
+    pub oauth_audience: Option<String>,
     /// What to do instead of serving MCP.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -65,6 +109,76 @@ pub enum Command {
     /// newer one upgraded it. Stop the servers using the file first: the rebuild is one
     /// transaction (about 35 s per 100,000 notes), and their writes give up after 5 s.
     Reindex,
+    /// Make, list or revoke the bearer tokens of --auth tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+/// `pkb-server token ...`: the tokens live in the data directory, as hashes only.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Make a token for a new user NAME and print it once; only its hash is kept.
+    Create {
+        /// The user's name: 1 to 64 letters, digits, `.`, `_` or `-`.
+        name: String,
+        /// Let the token read notes but not change them (scope notes:read).
+        #[arg(long)]
+        read_only: bool,
+    },
+    /// List each token's name, scope and date (never the token).
+    List,
+    /// Revoke a token: it fails at once, also in servers already running.
+    Revoke {
+        /// The token's name.
+        name: String,
+    },
+}
+
+/// How HTTP requests are authorized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuthMode {
+    /// No authorization: one user, loopback addresses only.
+    None,
+    /// Bearer tokens made with `pkb-server token create`.
+    Tokens,
+    /// OAuth 2.1 access tokens (JWT) from --oauth-issuer.
+    Oauth,
+}
+
+/// `pkb-server token ...`.
+pub fn token(command: &TokenCommand, data_dir: PathBuf) -> ExitCode {
+    let tokens = pkb_core::auth::TokenFile::new(data_dir);
+    match command {
+        TokenCommand::Create { name, read_only } => match tokens.create(name, *read_only) {
+            Ok(token) => {
+                eprintln!(
+                    "made token `{name}`; it is shown only this once, so keep it somewhere safe:"
+                );
+                print_out(&format!("{token}\n"))
+            }
+            Err(error) => error_out(&error.to_string()),
+        },
+        TokenCommand::List => match tokens.list() {
+            Ok(list) => {
+                let mut out = String::new();
+                for token in list {
+                    out.push_str(&format!(
+                        "{}\t{}\t{}\n",
+                        token.name, token.scope, token.created_at
+                    ));
+                }
+                print_out(&out)
+            }
+            Err(error) => error_out(&error.to_string()),
+        },
+        TokenCommand::Revoke { name } => match tokens.revoke(name) {
+            Ok(()) => {
+                eprintln!("revoked token `{name}`");
+                ExitCode::SUCCESS
+            }
+            Err(error) => error_out(&error.to_string()),
+        },
+    }
 }
 
 /// `pkb-server tools`.

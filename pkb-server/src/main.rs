@@ -1,6 +1,7 @@
-//! `pkb-server`: the PKB MCP server over stdio, plus `tools` and `call` for people at a
-//! terminal. It only parses flags, opens the store, collects what `pkb-core` declares and
-//! starts the transport; everything else lives in `pkb-core`.
+//! `pkb-server`: the PKB MCP server over stdio or Streamable HTTP, plus terminal commands
+//! (`tools`, `call`, `check`, `reindex`, `token`). It only parses flags, opens the store,
+//! collects what `pkb-core` declares and starts the transport; everything else lives in
+//! `pkb-core`.
 
 // stdout is the MCP channel: nothing may print to it by accident.
 #![deny(clippy::print_stdout)]
@@ -12,13 +13,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use pkb_core::auth::{Authenticator, JwtVerifier, OAuthSettings, TokenVerifier};
+use pkb_core::framework::changes::ChangeHub;
 use pkb_core::store::Store;
+use pkb_core::store::per_user::{IDLE_CLOSE, UserStores};
+use pkb_core::transport::http::{HttpServer, HttpSettings, Tls};
 use pkb_core::transport::{DirectCalls, LineTransport};
 use pkb_core::{Context, PkbServer, Registry};
 use rmcp::ServiceExt;
 use tracing_subscriber::EnvFilter;
 
-use cli::{Cli, Command};
+use cli::{AuthMode, Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -54,6 +59,18 @@ async fn run(cli: Cli) -> ExitCode {
     if let Some(Command::Tools) = &cli.command {
         return cli::print_tools(&registry);
     }
+    if let Some(Command::Token(command)) = &cli.command {
+        return match data_dir(&cli) {
+            Ok(dir) => cli::token(command, dir),
+            Err(message) => fail(&message),
+        };
+    }
+    if cli.http.is_some() && cli.command.is_none() {
+        return serve_http(cli, registry).await;
+    }
+    if cli.oauth_issuer.is_some() {
+        return fail("--oauth-issuer needs --http ADDR and --auth oauth");
+    }
     let store = match open_store(&cli) {
         Ok(store) => store,
         Err(message) => return fail(&message),
@@ -64,7 +81,7 @@ async fn run(cli: Cli) -> ExitCode {
         }
         Some(Command::Check) => cli::check(&store).await,
         Some(Command::Reindex) => cli::reindex(&store).await,
-        Some(Command::Tools) => unreachable!("handled above"),
+        Some(Command::Tools | Command::Token(_)) => unreachable!("handled above"),
         None => serve(registry, store, Duration::from_secs(cli.sampling_timeout)).await,
     }
 }
@@ -85,6 +102,108 @@ fn open_store(cli: &Cli) -> Result<Store, String> {
     }
     tracing::info!(path = %path.display(), "opening the note store");
     Store::open(&path, seed).map_err(|e| e.to_string())
+}
+
+/// `--data-dir`, else the default data directory.
+fn data_dir(cli: &Cli) -> Result<std::path::PathBuf, String> {
+    match &cli.data_dir {
+        Some(dir) => Ok(dir.clone()),
+        None => Store::default_data_dir().map_err(|e| e.to_string()),
+    }
+}
+
+/// `--http ADDR`: Streamable HTTP, with the authorization `--auth` asks for.
+async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
+    let shutdown = match ShutdownSignal::listen() {
+        Ok(shutdown) => shutdown,
+        Err(error) => return fail(&format!("cannot listen for signals: {error}")),
+    };
+    let Some(bind) = cli.http else {
+        return fail("--http ADDR is required");
+    };
+    if cli.auth != AuthMode::Oauth && cli.oauth_issuer.is_some() {
+        return fail("--oauth-issuer needs --auth oauth");
+    }
+    let auth = match cli.auth {
+        AuthMode::None => Authenticator::None,
+        AuthMode::Tokens => {
+            let dir = match data_dir(&cli) {
+                Ok(dir) => dir,
+                Err(message) => return fail(&message),
+            };
+            match TokenVerifier::open(&dir) {
+                Ok(tokens) => Authenticator::Tokens(tokens),
+                Err(error) => return fail(&error.to_string()),
+            }
+        }
+        AuthMode::Oauth => {
+            let Some(issuer) = cli.oauth_issuer.clone() else {
+                return fail("--auth oauth needs --oauth-issuer URL, the authorization server");
+            };
+            let settings = OAuthSettings {
+                issuer,
+                jwks_url: cli.oauth_jwks_url.clone(),
+                audience: cli.oauth_audience.clone(),
+            };
+            match JwtVerifier::start(settings).await {
+                Ok(jwt) => Authenticator::OAuth(jwt),
+                Err(message) => return fail(&message),
+            }
+        }
+    };
+    let sampling_timeout = Duration::from_secs(cli.sampling_timeout);
+    let hub = Arc::new(ChangeHub::default());
+    let mut _upkeep = None;
+    let mut _idle_close = None;
+    let template = if auth.required() {
+        if cli.db.is_some() {
+            return fail(
+                "with --auth tokens or oauth each user's notes live under --data-dir; --db (or PKB_DB) names a single store",
+            );
+        }
+        let users = if cli.memory {
+            UserStores::in_memory(!cli.no_seed)
+        } else {
+            match data_dir(&cli) {
+                Ok(dir) => UserStores::in_dir(&dir, !cli.no_seed),
+                Err(message) => return fail(&message),
+            }
+        };
+        let users = Arc::new(users);
+        _idle_close = Some(UserStores::spawn_idle_close(&users, IDLE_CLOSE));
+        PkbServer::per_user(registry, users)
+    } else {
+        let store = match open_store(&cli) {
+            Ok(store) => store,
+            Err(message) => return fail(&message),
+        };
+        _upkeep = Some(store.spawn_index_upkeep(INDEX_UPKEEP_QUIET));
+        PkbServer::new(registry, store)
+    };
+    let template = template
+        .with_sampling_timeout(sampling_timeout)
+        .with_change_hub(hub);
+    let settings = HttpSettings {
+        bind,
+        public_url: cli.public_url.clone(),
+        allowed_hosts: cli.allowed_host.clone(),
+        allowed_origins: cli.allowed_origin.clone(),
+        tls: match (&cli.tls_cert, &cli.tls_key) {
+            (Some(cert), Some(key)) => Some(Tls::from_files(cert.clone(), key.clone())),
+            _ => None,
+        },
+        session_idle_timeout: Duration::from_secs(cli.session_idle_timeout),
+        max_sessions: usize::try_from(cli.max_sessions).unwrap_or(usize::MAX),
+        auth: Arc::new(auth),
+    };
+    let server = match HttpServer::bind(settings, template).await {
+        Ok(server) => server,
+        Err(error) => return fail(&error.to_string()),
+    };
+    eprintln!("pkb-server: listening on {}", server.url());
+    server.run(shutdown.received()).await;
+    tracing::info!("server stopped");
+    ExitCode::SUCCESS
 }
 
 /// How long the store must go without a request to this server before its search index is

@@ -5,7 +5,8 @@
 #![allow(deprecated)]
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -17,6 +18,7 @@ use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::changes::{Change, ChangeHub, ChangeKind};
 use crate::store::Store;
 
 /// What one handler call can reach. Taken as `ctx: &Context` by any tool, resource, prompt or
@@ -28,20 +30,98 @@ pub struct Context {
     peer: Option<Peer<RoleServer>>,
     sampling: bool,
     sampling_timeout: Duration,
+    /// Where the changes this request makes are told to the user's other sessions.
+    changes: Option<(Arc<ChangeHub>, Arc<str>)>,
 }
 
 /// Per-connection state shared by every request of one client: its resource subscriptions and
 /// the logging level it asked for.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Session {
+    id: u64,
     subscriptions: Mutex<HashSet<String>>,
     log_level: Mutex<Option<LoggingLevel>>,
     /// Cancelled once the session's message loop has stopped (SIGTERM): nothing sent to the
     /// client can be delivered any more, so nothing waits for it.
     closing: CancellationToken,
+    /// Cancelled when the session is dropped, which ends what forwards changes to it.
+    dropped: CancellationToken,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            subscriptions: Mutex::default(),
+            log_level: Mutex::default(),
+            closing: CancellationToken::new(),
+            dropped: CancellationToken::new(),
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.dropped.cancel();
+    }
 }
 
 impl Session {
+    /// A number no other session of this process has.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Forwards to `peer` the changes other sessions of the same user make, until this
+    /// session is dropped or closes: updates of the URIs it subscribed to, and every change
+    /// of the list.
+    pub fn forward_changes(
+        self: &Arc<Self>,
+        mut changes: tokio::sync::broadcast::Receiver<Change>,
+        peer: Peer<RoleServer>,
+    ) {
+        let session: Weak<Session> = Arc::downgrade(self);
+        let dropped = self.dropped.clone();
+        let closing = self.closing.clone();
+        tokio::spawn(async move {
+            loop {
+                let change = tokio::select! {
+                    change = changes.recv() => change,
+                    () = dropped.cancelled() => return,
+                    () = closing.cancelled() => return,
+                };
+                let change = match change {
+                    Ok(change) => change,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::debug!(missed, "a session fell behind the changes of its user");
+                        continue;
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                };
+                let Some(session) = session.upgrade() else {
+                    return;
+                };
+                if change.origin == session.id {
+                    continue;
+                }
+                let sent = match &change.kind {
+                    ChangeKind::Updated(uri) if session.is_subscribed(uri) => {
+                        peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(
+                            uri.clone(),
+                        ))
+                        .await
+                    }
+                    ChangeKind::Updated(_) => Ok(()),
+                    ChangeKind::ListChanged => peer.notify_resource_list_changed().await,
+                };
+                if sent.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+
     /// Marks the session as closing: notifications and sampling requests still waiting give
     /// up, so the calls behind them can answer and the server exit.
     pub fn close(&self) {
@@ -122,6 +202,26 @@ impl Context {
             peer,
             sampling,
             sampling_timeout: crate::summary::SAMPLING_TIMEOUT,
+            changes: None,
+        }
+    }
+
+    /// The same context, telling the changes it makes to the other sessions listening to
+    /// `user_key` in `hub`.
+    pub fn with_changes(mut self, hub: Arc<ChangeHub>, user_key: Arc<str>) -> Self {
+        self.changes = Some((hub, user_key));
+        self
+    }
+
+    fn publish(&self, kind: ChangeKind) {
+        if let Some((hub, user_key)) = &self.changes {
+            hub.publish(
+                user_key,
+                Change {
+                    origin: self.session.id,
+                    kind,
+                },
+            );
         }
     }
 
@@ -188,8 +288,10 @@ impl Context {
         }
     }
 
-    /// Tells the client that `uri` changed, when it subscribed to it.
+    /// Tells the client that `uri` changed, when it subscribed to it, and the user's other
+    /// sessions.
     pub async fn resource_updated(&self, uri: &str) {
+        self.publish(ChangeKind::Updated(uri.to_owned()));
         if let Some(peer) = &self.peer
             && self.session.is_subscribed(uri)
         {
@@ -212,8 +314,9 @@ impl Context {
         }
     }
 
-    /// Tells the client that the list of resources changed.
+    /// Tells the client, and the user's other sessions, that the list of resources changed.
     pub async fn resource_list_changed(&self) {
+        self.publish(ChangeKind::ListChanged);
         if let Some(peer) = &self.peer
             && let Err(error) = self
                 .unless_closing(peer.notify_resource_list_changed())

@@ -1,7 +1,9 @@
 //! The declarative framework behind `#[pkb_tool]`, `#[pkb_resource]` and `#[pkb_prompt]`:
 //! what the generated code registers, validates with and answers through.
 
+pub mod access;
 pub mod args;
+pub mod changes;
 pub mod checks;
 pub mod context;
 pub mod prompt;

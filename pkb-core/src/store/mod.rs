@@ -11,6 +11,7 @@ mod change_watch;
 mod index_merge;
 mod note_cache;
 mod page_check;
+pub mod per_user;
 mod query;
 mod rank_function;
 mod ranked;
@@ -365,7 +366,13 @@ impl Store {
     ///
     /// A relative `XDG_DATA_HOME` is ignored, as the XDG base directory spec requires.
     pub fn default_path() -> Result<PathBuf, StoreError> {
-        default_path_from(std::env::var_os("XDG_DATA_HOME"), std::env::var_os("HOME"))
+        Ok(Store::default_data_dir()?.join("pkb.db"))
+    }
+
+    /// The default data directory: `$XDG_DATA_HOME/pkb`, else `$HOME/.local/share/pkb`.
+    /// It holds the default store, the tokens and the users' stores.
+    pub fn default_data_dir() -> Result<PathBuf, StoreError> {
+        default_data_dir_from(std::env::var_os("XDG_DATA_HOME"), std::env::var_os("HOME"))
     }
 
     /// The note with exactly this id.
@@ -551,7 +558,7 @@ impl Store {
     }
 }
 
-fn default_path_from(
+fn default_data_dir_from(
     xdg_data_home: Option<std::ffi::OsString>,
     home: Option<std::ffi::OsString>,
 ) -> Result<PathBuf, StoreError> {
@@ -562,7 +569,7 @@ fn default_path_from(
             _ => return Err(StoreError::NoDataDir),
         },
     };
-    Ok(data_dir.join("pkb").join("pkb.db"))
+    Ok(data_dir.join("pkb"))
 }
 
 /// Trims and normalises a draft, refusing anything outside the contract.

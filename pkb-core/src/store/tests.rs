@@ -804,7 +804,8 @@ async fn tag_prefixes_are_literal_distinct_sorted_and_limited() {
 #[test]
 fn default_path_prefers_an_absolute_xdg_data_home() {
     let p = |xdg: Option<&str>, home: Option<&str>| {
-        default_path_from(xdg.map(Into::into), home.map(Into::into))
+        default_data_dir_from(xdg.map(Into::into), home.map(Into::into))
+            .map(|dir| dir.join("pkb.db"))
     };
     assert_eq!(
         p(Some("/data"), Some("/home/u")).unwrap(),

@@ -1,0 +1,323 @@
+//! An OAuth 2.1 resource server: access tokens are JWTs (RFC 9068) signed by the issuer,
+//! checked against the issuer's published keys (JWKS). The signature checks are
+//! jsonwebtoken's; this module only decides which key, which algorithms and which claims.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::{Principal, Scopes, User};
+use crate::framework::context::lock;
+
+/// Clock skew allowed on `exp`, `nbf` and `iat`.
+pub const LEEWAY: Duration = Duration::from_secs(60);
+
+/// The least time between two fetches of the key set caused by an unknown `kid`: a stream
+/// of forged tokens must not turn the server into a load on the issuer.
+pub const REFETCH_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Most verified tokens remembered (by their hash) until they expire.
+const VERIFIED_CACHE: usize = 10_000;
+
+/// The algorithms accepted: asymmetric ones only. `none` and HMAC never are, whatever a
+/// token's header says: HMAC with a public key as the secret is the classic forgery.
+const ACCEPTED: &[Algorithm] = &[
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// Where the keys come from and what the tokens must say.
+#[derive(Debug, Clone)]
+pub struct OAuthSettings {
+    /// The authorization server; tokens' `iss` must equal it.
+    pub issuer: String,
+    /// The key set's URL; `None` finds it in the issuer's metadata.
+    pub jwks_url: Option<String>,
+    /// What tokens' `aud` must hold; `None` is the resource `<public-url>/mcp`, which the
+    /// HTTP server sets once it knows its address.
+    pub audience: Option<String>,
+}
+
+/// Checks access tokens against the issuer's keys.
+pub struct JwtVerifier {
+    settings: OAuthSettings,
+    audience: OnceLock<String>,
+    jwks_url: String,
+    client: reqwest::Client,
+    keys: RwLock<Arc<JwkSet>>,
+    last_fetch: Mutex<Instant>,
+    /// Serialises refetches, so many tokens with a new `kid` fetch the set once.
+    refetching: tokio::sync::Mutex<()>,
+    verified: Mutex<HashMap<[u8; 32], (Principal, u64)>>,
+}
+
+#[derive(Deserialize)]
+struct Metadata {
+    jwks_uri: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    sub: Option<String>,
+    iss: String,
+    exp: u64,
+    iat: Option<u64>,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    scp: Option<Vec<String>>,
+}
+
+impl JwtVerifier {
+    /// Finds the key set (from `jwks_url`, or the issuer's RFC 8414 or OpenID metadata) and
+    /// fetches it. Fails when neither can be had: a server that could accept no token should
+    /// say so at start, not at the first request.
+    pub async fn start(settings: OAuthSettings) -> Result<Self, String> {
+        crate::transport::http::install_crypto_provider();
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+        let jwks_url = match &settings.jwks_url {
+            Some(url) => url.clone(),
+            None => discover_jwks_url(&client, &settings.issuer).await?,
+        };
+        let keys = fetch_keys(&client, &jwks_url).await?;
+        tracing::info!(
+            jwks_url,
+            keys = keys.keys.len(),
+            "fetched the issuer's keys"
+        );
+        let audience = OnceLock::new();
+        if let Some(explicit) = &settings.audience {
+            let _ = audience.set(explicit.clone());
+        }
+        Ok(Self {
+            settings,
+            audience,
+            jwks_url,
+            client,
+            keys: RwLock::new(Arc::new(keys)),
+            last_fetch: Mutex::new(Instant::now()),
+            refetching: tokio::sync::Mutex::new(()),
+            verified: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The settings it checks against.
+    pub fn settings(&self) -> &OAuthSettings {
+        &self.settings
+    }
+
+    /// Takes `resource` as the audience tokens must name, unless one was set explicitly.
+    pub fn default_audience(&self, resource: &str) {
+        let _ = self.audience.set(resource.to_owned());
+    }
+
+    /// The principal of a valid access token; `None` for any other.
+    pub async fn verify(&self, token: &str) -> Option<Principal> {
+        let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let now = unix_now();
+        if let Some((principal, exp)) = lock(&self.verified).get(&hash)
+            && *exp + LEEWAY.as_secs() > now
+        {
+            return Some(principal.clone());
+        }
+        let header = jsonwebtoken::decode_header(token).ok()?;
+        if !ACCEPTED.contains(&header.alg) {
+            return None;
+        }
+        let jwk = match self.find_key(header.kid.as_deref(), header.alg) {
+            Some(jwk) => jwk,
+            None => {
+                self.refetch().await;
+                self.find_key(header.kid.as_deref(), header.alg)?
+            }
+        };
+        let (principal, exp) = self.check(token, header.alg, &jwk)?;
+        let mut verified = lock(&self.verified);
+        if verified.len() >= VERIFIED_CACHE {
+            verified.retain(|_, (_, exp)| *exp + LEEWAY.as_secs() > now);
+            if verified.len() >= VERIFIED_CACHE {
+                verified.clear();
+            }
+        }
+        verified.insert(hash, (principal.clone(), exp));
+        Some(principal)
+    }
+
+    fn check(&self, token: &str, alg: Algorithm, jwk: &Jwk) -> Option<(Principal, u64)> {
+        let audience = self.audience.get()?;
+        let key = DecodingKey::from_jwk(jwk).ok()?;
+        let mut validation = Validation::new(alg);
+        validation.leeway = LEEWAY.as_secs();
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
+        validation.validate_aud = true;
+        validation.set_audience(&[audience]);
+        validation.set_issuer(&[&self.settings.issuer]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let data = jsonwebtoken::decode::<Claims>(token, &key, &validation).ok()?;
+        let claims = data.claims;
+        if claims.iss != self.settings.issuer {
+            return None;
+        }
+        if claims
+            .iat
+            .is_some_and(|iat| iat > unix_now() + LEEWAY.as_secs())
+        {
+            return None;
+        }
+        let subject = claims.sub.filter(|s| !s.is_empty())?;
+        let scopes = match (&claims.scope, &claims.scp) {
+            (Some(scope), _) => Scopes::from_names(scope.split_whitespace()),
+            (None, Some(scp)) => Scopes::from_names(scp.iter().map(String::as_str)),
+            (None, None) => Scopes::default(),
+        };
+        let principal = Principal {
+            user: User::oauth_user(&claims.iss, &subject),
+            scopes,
+        };
+        Some((principal, claims.exp))
+    }
+
+    /// The key a token names: by `kid`, or the one key of the algorithm's type when the
+    /// token names none. The key's own `alg`, when it states one, must be the token's.
+    fn find_key(&self, kid: Option<&str>, alg: Algorithm) -> Option<Jwk> {
+        let keys = Arc::clone(&self.keys.read().unwrap_or_else(|e| e.into_inner()));
+        let fits = |jwk: &&Jwk| key_fits(jwk, alg);
+        match kid {
+            Some(kid) => keys.find(kid).filter(|jwk| key_fits(jwk, alg)).cloned(),
+            None => {
+                let mut candidates = keys.keys.iter().filter(fits);
+                let only = candidates.next()?;
+                candidates.next().is_none().then(|| only.clone())
+            }
+        }
+    }
+
+    /// Fetches the key set again, unless that was done less than [`REFETCH_INTERVAL`] ago.
+    async fn refetch(&self) {
+        let _one_at_a_time = self.refetching.lock().await;
+        if lock(&self.last_fetch).elapsed() < REFETCH_INTERVAL {
+            return;
+        }
+        *lock(&self.last_fetch) = Instant::now();
+        match fetch_keys(&self.client, &self.jwks_url).await {
+            Ok(keys) => {
+                tracing::info!(keys = keys.keys.len(), "fetched the issuer's keys again");
+                *self.keys.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(keys);
+            }
+            Err(error) => tracing::warn!(%error, "cannot fetch the issuer's keys again"),
+        }
+    }
+}
+
+/// Whether `jwk` is a key for `alg`: of its type and curve, and of its stated algorithm.
+fn key_fits(jwk: &Jwk, alg: Algorithm) -> bool {
+    let type_fits = match (&jwk.algorithm, alg) {
+        (
+            AlgorithmParameters::RSA(_),
+            Algorithm::RS256
+            | Algorithm::RS384
+            | Algorithm::RS512
+            | Algorithm::PS256
+            | Algorithm::PS384
+            | Algorithm::PS512,
+        ) => true,
+        (AlgorithmParameters::EllipticCurve(ec), Algorithm::ES256) => {
+            ec.curve == EllipticCurve::P256
+        }
+        (AlgorithmParameters::EllipticCurve(ec), Algorithm::ES384) => {
+            ec.curve == EllipticCurve::P384
+        }
+        (AlgorithmParameters::OctetKeyPair(okp), Algorithm::EdDSA) => {
+            okp.curve == EllipticCurve::Ed25519
+        }
+        _ => false,
+    };
+    let stated_fits = match jwk.common.key_algorithm {
+        None => true,
+        Some(stated) => key_algorithm(stated) == Some(alg),
+    };
+    type_fits && stated_fits
+}
+
+fn key_algorithm(stated: KeyAlgorithm) -> Option<Algorithm> {
+    Some(match stated {
+        KeyAlgorithm::RS256 => Algorithm::RS256,
+        KeyAlgorithm::RS384 => Algorithm::RS384,
+        KeyAlgorithm::RS512 => Algorithm::RS512,
+        KeyAlgorithm::PS256 => Algorithm::PS256,
+        KeyAlgorithm::PS384 => Algorithm::PS384,
+        KeyAlgorithm::PS512 => Algorithm::PS512,
+        KeyAlgorithm::ES256 => Algorithm::ES256,
+        KeyAlgorithm::ES384 => Algorithm::ES384,
+        KeyAlgorithm::EdDSA => Algorithm::EdDSA,
+        _ => return None,
+    })
+}
+
+/// The `jwks_uri` of the issuer's metadata: RFC 8414's, else OpenID Connect's.
+async fn discover_jwks_url(client: &reqwest::Client, issuer: &str) -> Result<String, String> {
+    let base = issuer.trim_end_matches('/');
+    let mut failures = Vec::new();
+    for well_known in [
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/openid-configuration",
+    ] {
+        let url = format!("{base}{well_known}");
+        match get_json::<Metadata>(client, &url).await {
+            Ok(Metadata {
+                jwks_uri: Some(jwks_uri),
+            }) => return Ok(jwks_uri),
+            Ok(Metadata { jwks_uri: None }) => failures.push(format!("{url}: no jwks_uri")),
+            Err(error) => failures.push(error),
+        }
+    }
+    Err(format!(
+        "cannot find the issuer's keys ({}); give --oauth-jwks-url",
+        failures.join("; ")
+    ))
+}
+
+async fn fetch_keys(client: &reqwest::Client, url: &str) -> Result<JwkSet, String> {
+    get_json::<JwkSet>(client, url).await
+}
+
+async fn get_json<T: serde::de::DeserializeOwned>(
+    client: &reqwest::Client,
+    url: &str,
+) -> Result<T, String> {
+    let response = client
+        .get(url)
+        .header("accept", "application/json")
+        .send()
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    if !response.status().is_success() {
+        return Err(format!("{url}: HTTP {}", response.status()));
+    }
+    response
+        .json::<T>()
+        .await
+        .map_err(|e| format!("{url}: {e}"))
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

@@ -1,0 +1,181 @@
+//! One store per user: a SQLite file each, under the data directory, named from a hash of
+//! the user's identity, opened at the user's first request and closed when idle, so that
+//! thousands of users do not hold thousands of open files and threads.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::sync::OnceCell;
+
+use super::{Store, StoreError};
+use crate::auth::User;
+use crate::framework::context::lock;
+
+/// How long a user's store stays open after their last request.
+pub const IDLE_CLOSE: Duration = Duration::from_secs(120);
+
+/// How long the store must go without a request before its search index is merged.
+const INDEX_UPKEEP_QUIET: Duration = Duration::from_secs(2);
+
+/// The folder of the data directory that holds the users' stores.
+pub const USERS_FOLDER: &str = "users";
+
+/// Where the users' notes are kept.
+#[derive(Debug, Clone)]
+enum Location {
+    /// `<dir>/users/<key>.db`.
+    Dir(PathBuf),
+    /// In memory: gone at exit, and never closed while the server runs.
+    Memory,
+}
+
+/// The stores of every user of one server, each opened when first needed.
+pub struct UserStores {
+    location: Location,
+    seed: bool,
+    open: Mutex<HashMap<String, Arc<Slot>>>,
+}
+
+struct Slot {
+    store: OnceCell<Store>,
+    last_used: Mutex<Instant>,
+}
+
+impl UserStores {
+    /// Users' stores as files under the data directory `dir`; new ones seeded when `seed`.
+    pub fn in_dir(dir: &Path, seed: bool) -> Self {
+        Self {
+            location: Location::Dir(dir.to_owned()),
+            seed,
+            open: Mutex::default(),
+        }
+    }
+
+    /// Users' stores in memory, for tests and trials.
+    pub fn in_memory(seed: bool) -> Self {
+        Self {
+            location: Location::Memory,
+            seed,
+            open: Mutex::default(),
+        }
+    }
+
+    /// The file holding `user`'s notes under the data directory `dir`.
+    pub fn path_in(dir: &Path, user: &User) -> PathBuf {
+        dir.join(USERS_FOLDER)
+            .join(format!("{}.db", user.storage_key()))
+    }
+
+    /// `user`'s store, opened (and created, seeded) when it is not open.
+    pub async fn store_for(&self, user: &User) -> Result<Store, StoreError> {
+        let key = user.storage_key();
+        let slot = {
+            let mut open = lock(&self.open);
+            let slot = open.entry(key).or_insert_with(|| {
+                Arc::new(Slot {
+                    store: OnceCell::new(),
+                    last_used: Mutex::new(Instant::now()),
+                })
+            });
+            *lock(&slot.last_used) = Instant::now();
+            Arc::clone(slot)
+        };
+        let store = slot.store.get_or_try_init(|| self.open_store(user)).await?;
+        Ok(store.clone())
+    }
+
+    async fn open_store(&self, user: &User) -> Result<Store, StoreError> {
+        let store = match &self.location {
+            Location::Memory => Store::open_in_memory(self.seed)?,
+            Location::Dir(dir) => {
+                let path = Self::path_in(dir, user);
+                let seed = self.seed;
+                tracing::debug!(path = %path.display(), "opening a user's store");
+                tokio::task::spawn_blocking(move || Store::open(&path, seed))
+                    .await
+                    .map_err(|e| StoreError::Unavailable(e.to_string()))??
+            }
+        };
+        let _upkeep = store.spawn_index_upkeep(INDEX_UPKEEP_QUIET);
+        Ok(store)
+    }
+
+    /// How many users' stores are open.
+    pub fn open_count(&self) -> usize {
+        lock(&self.open)
+            .values()
+            .filter(|slot| slot.store.initialized())
+            .count()
+    }
+
+    /// Closes the stores of users idle for `idle`; requests still running on one keep it
+    /// until they end. Returns how many were closed.
+    pub fn close_idle(&self, idle: Duration) -> usize {
+        if matches!(self.location, Location::Memory) {
+            return 0;
+        }
+        let mut open = lock(&self.open);
+        let before = open.len();
+        open.retain(|_, slot| lock(&slot.last_used).elapsed() < idle);
+        before - open.len()
+    }
+
+    /// Closes idle stores every so often, for as long as `stores` lives.
+    pub fn spawn_idle_close(stores: &Arc<Self>, idle: Duration) -> tokio::task::JoinHandle<()> {
+        let stores: Weak<Self> = Arc::downgrade(stores);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval((idle / 4).max(Duration::from_millis(100)));
+            loop {
+                tick.tick().await;
+                let Some(stores) = stores.upgrade() else {
+                    return;
+                };
+                let closed = stores.close_idle(idle);
+                if closed > 0 {
+                    tracing::debug!(closed, "closed idle users' stores");
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NoteDraft, PutMode};
+
+    #[tokio::test]
+    async fn each_user_has_a_store_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores = UserStores::in_dir(dir.path(), false);
+        let alice = User::token_user("alice");
+        let bob = User::token_user("bob");
+        let draft = NoteDraft::from_title("Secret", vec![], "alice's");
+        stores
+            .store_for(&alice)
+            .await
+            .unwrap()
+            .put(draft, PutMode::CreateOnly)
+            .await
+            .unwrap();
+        assert!(
+            stores
+                .store_for(&bob)
+                .await
+                .unwrap()
+                .get("secret")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert_eq!(stores.open_count(), 2);
+        assert!(UserStores::path_in(dir.path(), &alice).exists());
+
+        assert_eq!(stores.close_idle(Duration::ZERO), 2);
+        assert_eq!(stores.open_count(), 0);
+        let reopened = stores.store_for(&alice).await.unwrap();
+        assert!(reopened.get("secret").await.unwrap().is_some());
+    }
+}

@@ -1,0 +1,307 @@
+//! What every request to `/mcp` passes before rmcp sees it: the bearer token, the scope the
+//! request needs (from the registry's declarations), the session's owner, the size and pace
+//! of the body, and the session limit. A request refused here reaches no handler.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use http::{HeaderValue, Method, StatusCode};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde::Deserialize;
+use tokio::sync::Notify;
+
+use crate::Registry;
+use crate::auth::{Authenticator, Principal, Scopes, User};
+use crate::framework::access::Access;
+use crate::framework::context::lock;
+use crate::transport::MAX_MESSAGE_BYTES;
+
+/// How long a client may take to send a request's body.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The gate's state, shared by every request.
+pub struct Gate {
+    pub(super) registry: Arc<Registry>,
+    pub(super) auth: Arc<Authenticator>,
+    /// The RFC 9728 metadata URL, named in `WWW-Authenticate` in `oauth` mode.
+    pub(super) resource_metadata: Option<String>,
+    pub(super) sessions: Arc<LocalSessionManager>,
+    pub(super) max_sessions: usize,
+    /// Who opened each session.
+    pub(super) owners: Mutex<HashMap<String, Option<User>>>,
+    pub(super) in_flight: Arc<InFlight>,
+    pub(super) draining: AtomicBool,
+}
+
+/// The POST requests whose answer is not yet sent, so a shutdown can wait for them.
+#[derive(Default)]
+pub struct InFlight {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+impl InFlight {
+    fn enter(self: &Arc<Self>) -> InFlightGuard {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        InFlightGuard(Arc::clone(self))
+    }
+
+    /// Waits until no request is in flight.
+    pub async fn idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            if self.count.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+struct InFlightGuard(Arc<InFlight>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// The little of a JSON-RPC message the gate reads: which method, which tool.
+#[derive(Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow)]
+    method: Option<&'a str>,
+    #[serde(borrow)]
+    params: Option<PeekParams<'a>>,
+}
+
+#[derive(Deserialize)]
+struct PeekParams<'a> {
+    #[serde(borrow)]
+    name: Option<&'a str>,
+}
+
+impl Gate {
+    fn challenge(&self, error: Option<&str>, scope: Option<&str>) -> HeaderValue {
+        let mut parts = Vec::new();
+        if let Some(error) = error {
+            parts.push(format!("error=\"{error}\""));
+        }
+        if let Some(scope) = scope {
+            parts.push(format!("scope=\"{scope}\""));
+        }
+        if let Some(url) = &self.resource_metadata {
+            parts.push(format!("resource_metadata=\"{url}\""));
+        }
+        let value = if parts.is_empty() {
+            "Bearer".to_owned()
+        } else {
+            format!("Bearer {}", parts.join(", "))
+        };
+        HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
+    }
+
+    fn unauthorized(&self, token_sent: bool) -> Response {
+        let challenge = self.challenge(token_sent.then_some("invalid_token"), None);
+        (
+            StatusCode::UNAUTHORIZED,
+            [(WWW_AUTHENTICATE, challenge)],
+            "Unauthorized",
+        )
+            .into_response()
+    }
+
+    fn forbidden(&self, scope: &str) -> Response {
+        let challenge = self.challenge(Some("insufficient_scope"), Some(scope));
+        (
+            StatusCode::FORBIDDEN,
+            [(WWW_AUTHENTICATE, challenge)],
+            "Forbidden: insufficient scope",
+        )
+            .into_response()
+    }
+
+    /// The principal of the request's bearer token, or the response refusing it.
+    async fn authenticate(&self, headers: &http::HeaderMap) -> Result<Option<Principal>, Response> {
+        if !self.auth.required() {
+            return Ok(None);
+        }
+        let Some(header) = headers.get(AUTHORIZATION) else {
+            return Err(self.unauthorized(false));
+        };
+        let token = header
+            .to_str()
+            .ok()
+            .and_then(|value| value.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .filter(|token| !token.is_empty());
+        let Some(token) = token else {
+            return Err(self.unauthorized(true));
+        };
+        match self.auth.authenticate(token).await {
+            Some(principal) => Ok(Some(principal)),
+            None => Err(self.unauthorized(true)),
+        }
+    }
+}
+
+fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
+}
+
+/// The gate in front of `/mcp`.
+pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    if gate.draining.load(Ordering::SeqCst) {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Service Unavailable: shutting down",
+        )
+            .into_response();
+    }
+    let (parts, body) = request.into_parts();
+    let principal = match gate.authenticate(&parts.headers).await {
+        Ok(principal) => principal,
+        Err(refused) => return refused,
+    };
+    let user = principal.as_ref().map(|p| p.user.clone());
+    let session = parts
+        .headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(session) = &session
+        && let Some(owner) = lock(&gate.owners).get(session)
+        && *owner != user
+    {
+        // Another user's session is, to this user, no session at all.
+        return not_found();
+    }
+    let method = parts.method.clone();
+    let mut request = if method == Method::POST {
+        let bytes = match read_body(body).await {
+            Ok(bytes) => bytes,
+            Err(refused) => return refused,
+        };
+        let peek = serde_json::from_slice::<Peek>(&bytes).ok();
+        let rpc_method = peek.as_ref().and_then(|p| p.method);
+        if let Some(principal) = &principal
+            && let Some(rpc_method) = rpc_method
+        {
+            let name = peek
+                .as_ref()
+                .and_then(|p| p.params.as_ref())
+                .and_then(|p| p.name);
+            let params = name.map(|name| serde_json::json!({ "name": name }));
+            let access: Access = gate.registry.required_access(rpc_method, params.as_ref());
+            if !principal.scopes.allows(access)
+                && let Some(scope) = Scopes::needed_for(access)
+            {
+                return gate.forbidden(scope);
+            }
+        }
+        if session.is_none()
+            && rpc_method == Some("initialize")
+            && gate.sessions.sessions.read().await.len() >= gate.max_sessions
+        {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Service Unavailable: too many sessions",
+            )
+                .into_response();
+        }
+        Request::from_parts(parts, Body::from(bytes))
+    } else {
+        Request::from_parts(parts, body)
+    };
+    if let Some(principal) = principal {
+        request.extensions_mut().insert(principal);
+    }
+    let guard = (method == Method::POST).then(|| gate.in_flight.enter());
+    let response = next.run(request).await;
+    if let Some(issued) = response
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        && session.is_none()
+    {
+        lock(&gate.owners).insert(issued.to_owned(), user);
+    }
+    if method == Method::DELETE
+        && response.status().is_success()
+        && let Some(session) = &session
+    {
+        lock(&gate.owners).remove(session);
+    }
+    match guard {
+        Some(guard) => response.map(|body| {
+            Body::new(TrackedBody {
+                body,
+                _guard: guard,
+            })
+        }),
+        None => response,
+    }
+}
+
+/// Reads a request body of at most [`MAX_MESSAGE_BYTES`] within [`BODY_TIMEOUT`]: a larger
+/// body is refused (413) as soon as it passes the limit, never held whole.
+async fn read_body(body: Body) -> Result<bytes::Bytes, Response> {
+    let limited = Limited::new(body, MAX_MESSAGE_BYTES);
+    match tokio::time::timeout(BODY_TIMEOUT, limited.collect()).await {
+        Err(_) => Err((
+            StatusCode::REQUEST_TIMEOUT,
+            "Request Timeout: the body came too slowly",
+        )
+            .into_response()),
+        Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => Err((
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Payload Too Large: the limit is 4 MiB",
+        )
+            .into_response()),
+        Ok(Err(_)) => Err((
+            StatusCode::BAD_REQUEST,
+            "Bad Request: the body could not be read",
+        )
+            .into_response()),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+    }
+}
+
+/// A response body that counts as in flight until it is sent or dropped.
+struct TrackedBody {
+    body: Body,
+    _guard: InFlightGuard,
+}
+
+impl http_body::Body for TrackedBody {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}

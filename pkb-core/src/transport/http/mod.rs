@@ -1,0 +1,243 @@
+//! MCP over Streamable HTTP: rmcp's `StreamableHttpService` at `/mcp` inside axum, behind
+//! the DNS-rebinding checks ([`origin`]) and the authorization gate ([`gate`]), served by
+//! hyper with the contract's limits on slow clients, with or without TLS.
+//!
+//! Every session gets its own [`PkbServer`] from one template, so tools, resources and
+//! prompts are the same as on stdio: no handler learns which transport it is on.
+
+mod gate;
+mod listener;
+mod origin;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Once};
+use std::time::Duration;
+
+use axum::Router;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+pub use gate::BODY_TIMEOUT;
+pub use listener::{HEADER_TIMEOUT, Tls};
+pub use origin::OriginPolicy;
+
+use crate::PkbServer;
+use crate::auth::{Authenticator, READ_SCOPE, WRITE_SCOPE};
+use crate::transport::MAX_MESSAGE_BYTES;
+
+/// How long a shutdown waits for the requests in flight.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// The endpoint's path.
+pub const MCP_PATH: &str = "/mcp";
+
+/// RFC 9728's metadata path for the resource at [`MCP_PATH`].
+pub const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
+
+/// How an HTTP server is set up.
+pub struct HttpSettings {
+    /// The address to listen on; port 0 picks a free one.
+    pub bind: SocketAddr,
+    /// The origin clients reach the server at; `None` is `http(s)://<bound address>`.
+    pub public_url: Option<String>,
+    /// More `Host` names to accept.
+    pub allowed_hosts: Vec<String>,
+    /// More `Origin`s to accept.
+    pub allowed_origins: Vec<String>,
+    /// Serve HTTPS with this certificate and key.
+    pub tls: Option<Tls>,
+    /// Sessions idle this long end.
+    pub session_idle_timeout: Duration,
+    /// At most this many sessions at once.
+    pub max_sessions: usize,
+    /// How requests are authenticated.
+    pub auth: Arc<Authenticator>,
+}
+
+/// Why the HTTP server did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// `--auth none` off a loopback address.
+    #[error(
+        "--auth none serves everyone who can reach {0} without a password; it is allowed only on a loopback address (127.0.0.1, ::1). Use --auth tokens or --auth oauth, or bind to 127.0.0.1"
+    )]
+    OpenToTheNetwork(SocketAddr),
+    /// The public URL is not an http(s) URL.
+    #[error("--public-url {0}: {1}")]
+    PublicUrl(String, String),
+    /// The address cannot be bound.
+    #[error("cannot listen on {0}: {1}")]
+    Bind(SocketAddr, std::io::Error),
+    /// The certificate or key cannot be used.
+    #[error("{0}")]
+    Tls(String),
+}
+
+/// Makes ring the process's TLS provider, once: rustls and the HTTP client find it there.
+pub fn install_crypto_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// A bound HTTP server, not yet serving.
+pub struct HttpServer {
+    listener: listener::Listener,
+    router: Router,
+    gate: Arc<gate::Gate>,
+    cancel: CancellationToken,
+    url: String,
+}
+
+impl HttpServer {
+    /// Binds the address and builds the service; serving starts with [`HttpServer::run`].
+    pub async fn bind(settings: HttpSettings, template: PkbServer) -> Result<Self, HttpError> {
+        if !settings.auth.required() && !settings.bind.ip().is_loopback() {
+            return Err(HttpError::OpenToTheNetwork(settings.bind));
+        }
+        install_crypto_provider();
+        let tls = match &settings.tls {
+            Some(tls) => Some(tls.acceptor().map_err(HttpError::Tls)?),
+            None => None,
+        };
+        let tcp = tokio::net::TcpListener::bind(settings.bind)
+            .await
+            .map_err(|e| HttpError::Bind(settings.bind, e))?;
+        let local = tcp
+            .local_addr()
+            .map_err(|e| HttpError::Bind(settings.bind, e))?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let public_url = settings
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("{scheme}://{local}"));
+        let public_url = public_url.trim_end_matches('/').to_owned();
+        let public_uri: http::Uri = public_url.parse().map_err(|e: http::uri::InvalidUri| {
+            HttpError::PublicUrl(public_url.clone(), e.to_string())
+        })?;
+        if !matches!(public_uri.scheme_str(), Some("http" | "https")) || public_uri.host().is_none()
+        {
+            return Err(HttpError::PublicUrl(
+                public_url,
+                "expected an http:// or https:// URL with a host".into(),
+            ));
+        }
+        let policy = Arc::new(OriginPolicy::new(
+            &public_uri,
+            local.ip().is_loopback(),
+            &settings.allowed_hosts,
+            &settings.allowed_origins,
+        ));
+
+        let cancel = CancellationToken::new();
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.keep_alive = Some(settings.session_idle_timeout);
+        let sessions = Arc::new(sessions);
+        // Host and Origin are checked by `origin`, before rmcp: its lists are turned off.
+        let config = StreamableHttpServerConfig::default()
+            .disable_allowed_hosts()
+            .disable_allowed_origins()
+            .with_max_request_body_bytes(MAX_MESSAGE_BYTES)
+            .with_cancellation_token(cancel.clone());
+        let registry = template.shared_registry();
+        let service = StreamableHttpService::new(
+            move || Ok(template.new_session()),
+            Arc::clone(&sessions),
+            config,
+        );
+
+        let resource = format!("{public_url}{MCP_PATH}");
+        let oauth = match settings.auth.as_ref() {
+            Authenticator::OAuth(jwt) => {
+                jwt.default_audience(&resource);
+                Some(jwt.settings().issuer.clone())
+            }
+            _ => None,
+        };
+        let gate = Arc::new(gate::Gate {
+            registry,
+            auth: Arc::clone(&settings.auth),
+            resource_metadata: oauth
+                .as_ref()
+                .map(|_| format!("{public_url}{RESOURCE_METADATA_PATH}")),
+            sessions,
+            max_sessions: settings.max_sessions,
+            owners: Mutex::default(),
+            in_flight: Arc::default(),
+            draining: AtomicBool::new(false),
+        });
+
+        let mcp = Router::new().route_service(MCP_PATH, service).layer(
+            axum::middleware::from_fn_with_state(Arc::clone(&gate), gate::gate),
+        );
+        let mut router = Router::new()
+            .route("/healthz", get(|| async { "ok" }))
+            .merge(mcp);
+        if let Some(issuer) = oauth {
+            let metadata = json!({
+                "resource": resource,
+                "authorization_servers": [issuer],
+                "scopes_supported": [READ_SCOPE, WRITE_SCOPE],
+                "bearer_methods_supported": ["header"],
+            });
+            let answer = move || {
+                let metadata = metadata.clone();
+                async move { axum::Json(metadata).into_response() }
+            };
+            router = router
+                .route(RESOURCE_METADATA_PATH, get(answer.clone()))
+                .route("/.well-known/oauth-protected-resource", get(answer));
+        }
+        let router = router.layer(axum::middleware::from_fn_with_state(
+            policy,
+            origin::check_origin,
+        ));
+        let url = format!("{scheme}://{local}{MCP_PATH}");
+        Ok(Self {
+            listener: listener::Listener::new(tcp, tls),
+            router,
+            gate,
+            cancel,
+            url,
+        })
+    }
+
+    /// The endpoint's URL on the bound address, as the listening line shows it.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Serves until `shutdown` completes; then stops accepting connections, answers the
+    /// requests in flight for up to [`SHUTDOWN_GRACE`], ends the sessions and returns.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let connections = self.listener.serve(self.router, shutdown).await;
+        self.gate.draining.store(true, Ordering::SeqCst);
+        let drained = tokio::time::timeout(SHUTDOWN_GRACE, self.gate.in_flight.idle()).await;
+        if drained.is_err() {
+            tracing::warn!("requests still in flight after {SHUTDOWN_GRACE:?}; stopping anyway");
+        }
+        // Ends every session and its event streams, so the connections can close.
+        self.cancel.cancel();
+        if tokio::time::timeout(Duration::from_secs(1), connections.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::debug!("connections still open at exit");
+        }
+    }
+}
+
+/// Turns a TLS setting into files.
+impl Tls {
+    /// The certificate chain and key files, in PEM.
+    pub fn from_files(cert: PathBuf, key: PathBuf) -> Self {
+        Tls { cert, key }
+    }
+}

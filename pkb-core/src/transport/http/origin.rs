@@ -1,0 +1,160 @@
+//! The DNS-rebinding defence: which `Host` and `Origin` a request may carry.
+//!
+//! rmcp checks `Host` against a list but leaves `Origin` unchecked by default, and its rules
+//! are not the contract's, so both are checked here, before anything else sees the request.
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+use http::header::{HOST, ORIGIN};
+
+/// The hosts and origins requests may name.
+#[derive(Debug, Clone)]
+pub struct OriginPolicy {
+    /// Host names (no port), lowercase; IPv6 addresses in brackets.
+    hosts: Vec<String>,
+    /// Origins as `scheme://host:port`, lowercase, the port always written.
+    origins: Vec<String>,
+}
+
+impl OriginPolicy {
+    /// Allows the public URL's host and origin, the loopback names when `loopback`, and the
+    /// extra hosts and origins given.
+    pub fn new(
+        public_url: &http::Uri,
+        loopback: bool,
+        extra_hosts: &[String],
+        extra_origins: &[String],
+    ) -> Self {
+        let mut hosts: Vec<String> = Vec::new();
+        if let Some(host) = public_url.host() {
+            hosts.push(host.to_ascii_lowercase());
+        }
+        if loopback {
+            hosts.extend(["localhost", "127.0.0.1", "[::1]"].map(String::from));
+        }
+        hosts.extend(
+            extra_hosts
+                .iter()
+                .map(|h| host_name(h).to_ascii_lowercase()),
+        );
+        let mut origins: Vec<String> = normalize_origin(&public_url.to_string())
+            .into_iter()
+            .collect();
+        origins.extend(extra_origins.iter().filter_map(|o| normalize_origin(o)));
+        Self { hosts, origins }
+    }
+
+    /// Whether a request with this `Host` header may be served.
+    pub fn allows_host(&self, host: &str) -> bool {
+        let name = host_name(host).to_ascii_lowercase();
+        self.hosts.contains(&name)
+    }
+
+    /// Whether a request with this `Origin` header may be served.
+    pub fn allows_origin(&self, origin: &str) -> bool {
+        normalize_origin(origin).is_some_and(|origin| self.origins.contains(&origin))
+    }
+}
+
+/// The host of a `Host` header value, without its port: `[::1]:80` -> `[::1]`.
+fn host_name(host: &str) -> &str {
+    let host = host.trim();
+    if host.starts_with('[') {
+        return host.find(']').map_or(host, |end| &host[..=end]);
+    }
+    host.rsplit_once(':').map_or(host, |(name, _port)| name)
+}
+
+/// `scheme://host:port`, lowercase with the port always written; `None` for anything that
+/// is not an http or https origin (`null` among them).
+fn normalize_origin(origin: &str) -> Option<String> {
+    let uri: http::Uri = origin.trim().trim_end_matches('/').parse().ok()?;
+    let scheme = uri.scheme_str()?.to_ascii_lowercase();
+    let default_port = match scheme.as_str() {
+        "http" => 80,
+        "https" => 443,
+        _ => return None,
+    };
+    let host = uri.host()?.to_ascii_lowercase();
+    let port = uri.port_u16().unwrap_or(default_port);
+    Some(format!("{scheme}://{host}:{port}"))
+}
+
+/// Refuses, with 403, a request whose `Host` or `Origin` is not allowed.
+pub async fn check_origin(
+    State(policy): State<std::sync::Arc<OriginPolicy>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    let host = headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+    if !host.is_some_and(|host| policy.allows_host(host)) {
+        return (StatusCode::FORBIDDEN, "Forbidden: Host not allowed").into_response();
+    }
+    if let Some(origin) = headers.get(ORIGIN)
+        && !origin.to_str().is_ok_and(|o| policy.allows_origin(o))
+    {
+        return (StatusCode::FORBIDDEN, "Forbidden: Origin not allowed").into_response();
+    }
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(public: &str, loopback: bool) -> OriginPolicy {
+        OriginPolicy::new(
+            &public.parse().unwrap(),
+            loopback,
+            &["notes.internal".into()],
+            &["http://localhost:6274".into()],
+        )
+    }
+
+    #[test]
+    fn hosts() {
+        let local = policy("http://127.0.0.1:8787", true);
+        for host in [
+            "127.0.0.1:8787",
+            "localhost",
+            "LOCALHOST:1",
+            "[::1]:9",
+            "notes.internal:80",
+        ] {
+            assert!(local.allows_host(host), "{host}");
+        }
+        for host in [
+            "evil.example",
+            "127.0.0.2:8787",
+            "localhost.evil.example",
+            "",
+        ] {
+            assert!(!local.allows_host(host), "{host}");
+        }
+        let public = policy("https://notes.example.com", false);
+        assert!(public.allows_host("notes.example.com"));
+        assert!(
+            !public.allows_host("localhost:8787"),
+            "no loopback names off loopback"
+        );
+    }
+
+    #[test]
+    fn origins() {
+        let public = policy("https://notes.example.com", false);
+        assert!(public.allows_origin("https://notes.example.com"));
+        assert!(public.allows_origin("https://NOTES.example.com:443"));
+        assert!(public.allows_origin("http://localhost:6274"));
+        assert!(!public.allows_origin("http://notes.example.com"));
+        assert!(!public.allows_origin("https://notes.example.com:8443"));
+        assert!(!public.allows_origin("https://evil.example"));
+        assert!(!public.allows_origin("null"));
+        assert!(!public.allows_origin("http://localhost:6275"));
+    }
+}
