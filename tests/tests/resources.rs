@@ -2,6 +2,7 @@
 
 #![allow(deprecated)] // subscribe is deprecated only for the stateless 2026-07-28 revision
 
+#[macro_use]
 mod support;
 
 use std::time::Duration;
@@ -35,6 +36,7 @@ async fn read(
     }
 }
 
+both_transports! {
 #[tokio::test]
 async fn notes_index_is_json_sorted_by_id() {
     let client = connect_memory().await;
@@ -55,7 +57,9 @@ async fn notes_index_is_json_sorted_by_id() {
     assert!(first.get("body").is_none());
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn a_note_reads_as_markdown() {
     let client = connect_memory().await;
@@ -75,7 +79,9 @@ async fn a_note_reads_as_markdown() {
     assert_eq!(text, "# Untagged\n\nplain");
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn unknown_uris_get_32002_with_the_uri() {
     let client = connect_memory().await;
@@ -88,7 +94,9 @@ async fn unknown_uris_get_32002_with_the_uri() {
     }
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn resources_list_pages_through_every_note() {
     let client = connect_memory().await;
@@ -139,7 +147,9 @@ async fn resources_list_pages_through_every_note() {
     assert_eq!(error.code.0, -32602);
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn templates_are_listed() {
     let client = connect_memory().await;
@@ -150,6 +160,7 @@ async fn templates_are_listed() {
         "pkb://notes/{id}"
     );
     client.cancel().await.unwrap();
+}
 }
 
 async fn eventually(check: impl Fn() -> bool) {
@@ -162,6 +173,7 @@ async fn eventually(check: impl Fn() -> bool) {
     panic!("condition not met within 2 s");
 }
 
+both_transports! {
 #[tokio::test]
 async fn subscribers_hear_of_updates_and_creations() {
     let handler = RecordingClient::new(Sampling::Unsupported);
@@ -211,7 +223,9 @@ async fn subscribers_hear_of_updates_and_creations() {
     assert_eq!(error.code.0, -32002);
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn quick_capture_prompt() {
     let client = connect_memory().await;
@@ -266,7 +280,9 @@ async fn quick_capture_prompt() {
     assert_eq!(error.code.0, -32602);
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn a_completion_cut_at_100_values_says_there_are_more() {
     let client = connect_memory().await;
@@ -290,7 +306,9 @@ async fn a_completion_cut_at_100_values_says_there_are_more() {
     assert_eq!((whole.has_more, whole.total), (Some(false), Some(10)));
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn completions_for_ids_and_tags() {
     let client = connect_memory().await;
@@ -334,7 +352,9 @@ async fn completions_for_ids_and_tags() {
     assert_eq!(error.code.0, -32602);
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn notes_persist_across_a_restart() {
     let (_dir, path) = support::temp_store();
@@ -350,4 +370,5 @@ async fn notes_persist_across_a_restart() {
     let note = structured(&call(&client, "fetch", json!({"id": "survives"})).await);
     assert_eq!(note["note"]["body"], "restart");
     client.cancel().await.unwrap();
+}
 }

@@ -2,6 +2,7 @@
 
 #![allow(deprecated)] // sampling is deprecated only for the stateless 2026-07-28 revision
 
+#[macro_use]
 mod support;
 
 use serde_json::json;
@@ -9,6 +10,7 @@ use support::{
     RecordingClient, Sampling, assert_error, call, connect, connect_with, structured, text,
 };
 
+both_transports! {
 #[tokio::test]
 async fn summarize_asks_the_client_model_with_bounded_tokens() {
     let handler = RecordingClient::new(Sampling::Reply("A short summary.".into()));
@@ -27,7 +29,9 @@ async fn summarize_asks_the_client_model_with_bounded_tokens() {
     );
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn summarize_falls_back_to_extractive_without_sampling() {
     let client = connect(&["--memory"], Sampling::Unsupported).await;
@@ -43,7 +47,9 @@ async fn summarize_falls_back_to_extractive_without_sampling() {
     );
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn a_refused_sampling_request_fails_and_saves_nothing() {
     let client = connect(&["--memory"], Sampling::Refuse).await;
@@ -64,7 +70,9 @@ async fn a_refused_sampling_request_fails_and_saves_nothing() {
     );
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn summarize_and_save_writes_and_replaces_the_summary_note() {
     let client = connect(&["--memory"], Sampling::Reply("First.".into())).await;
@@ -99,7 +107,9 @@ async fn summarize_and_save_writes_and_replaces_the_summary_note() {
     assert_eq!(text(&again), "saved: deploy-checklist-summary");
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn a_note_that_is_not_a_summary_is_never_replaced_by_one() {
     let handler = RecordingClient::new(Sampling::Reply("Summary.".into()));
@@ -144,7 +154,9 @@ async fn a_note_that_is_not_a_summary_is_never_replaced_by_one() {
     );
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn a_summary_whose_id_would_pass_the_limit_is_refused() {
     let client = connect(&["--memory"], Sampling::Reply("Short.".into())).await;
@@ -172,7 +184,9 @@ async fn a_summary_whose_id_would_pass_the_limit_is_refused() {
     assert_eq!(before, after, "the source is left alone");
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn a_summary_title_is_cut_to_120_characters() {
     let client = connect(&["--memory"], Sampling::Reply("Short.".into())).await;
@@ -190,7 +204,9 @@ async fn a_summary_title_is_cut_to_120_characters() {
     );
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn a_silent_client_cannot_hang_summarize() {
     let client = connect(&["--memory", "--sampling-timeout", "1"], Sampling::Silent).await;
@@ -205,4 +221,5 @@ async fn a_silent_client_cannot_hang_summarize() {
         "No note found with ID: todo-summary",
     );
     client.cancel().await.unwrap();
+}
 }

@@ -1,11 +1,13 @@
-//! Every tool of the contract through a real MCP client over stdio: happy paths, exact error
+//! Every tool of the contract through a real MCP client, over stdio and over Streamable HTTP: happy paths, exact error
 //! texts, and every limit at the boundary and one past it.
 
+#[macro_use]
 mod support;
 
 use serde_json::json;
 use support::{assert_error, call, connect_memory, structured, text};
 
+both_transports! {
 #[tokio::test]
 async fn echo_returns_the_text_as_is() {
     let client = connect_memory().await;
@@ -22,7 +24,9 @@ async fn echo_returns_the_text_as_is() {
     );
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn search_finds_by_prefix_and_tags_without_bodies() {
     let client = connect_memory().await;
@@ -55,7 +59,9 @@ async fn search_finds_by_prefix_and_tags_without_bodies() {
     assert_eq!(syntax["results"], json!([]));
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn search_limits_are_enforced() {
     let client = connect_memory().await;
@@ -114,7 +120,9 @@ async fn search_limits_are_enforced() {
     assert_eq!(structured(&at_limits)["results"], json!([]));
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn every_offending_field_is_named_at_once() {
     let client = connect_memory().await;
@@ -156,7 +164,9 @@ async fn every_offending_field_is_named_at_once() {
     );
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn fetch_returns_the_note_or_the_exact_not_found_text() {
     let client = connect_memory().await;
@@ -177,7 +187,9 @@ async fn fetch_returns_the_note_or_the_exact_not_found_text() {
     );
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn write_creates_conflicts_and_replaces() {
     let client = connect_memory().await;
@@ -223,7 +235,9 @@ async fn write_creates_conflicts_and_replaces() {
     assert_eq!(after["note"]["created_at"], fetched["note"]["created_at"]);
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn write_limits_count_characters_not_bytes() {
     let client = connect_memory().await;
@@ -272,7 +286,9 @@ async fn write_limits_count_characters_not_bytes() {
     );
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn punctuation_only_titles_get_a_hash_id() {
     let client = connect_memory().await;
@@ -281,7 +297,9 @@ async fn punctuation_only_titles_get_a_hash_id() {
     assert!(id.starts_with("note-") && id.len() == 13, "{id}");
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn unknown_tool_is_a_protocol_error() {
     let client = connect_memory().await;
@@ -294,7 +312,9 @@ async fn unknown_tool_is_a_protocol_error() {
     assert_eq!(error.code.0, -32602);
     client.cancel().await.unwrap();
 }
+}
 
+both_transports! {
 #[tokio::test]
 async fn right_to_left_marks_and_four_byte_characters_count_as_one_each() {
     let client = connect_memory().await;
@@ -320,4 +340,5 @@ async fn right_to_left_marks_and_four_byte_characters_count_as_one_each() {
     let found = structured(&call(&client, "search", json!({"query": "nul"})).await);
     assert_eq!(found["results"], json!([]), "nothing was written");
     client.cancel().await.unwrap();
+}
 }

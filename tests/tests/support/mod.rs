@@ -1,4 +1,5 @@
-//! Shared test support: the built `pkb-server` binary, and an rmcp client driving it over stdio.
+//! Shared test support: the built `pkb-server` binary, and an rmcp client driving it over
+//! stdio or Streamable HTTP. [`both_transports!`] runs a test once over each.
 
 #![allow(dead_code, deprecated)] // each test file uses part of this; sampling is deprecated only for 2026-07-28
 
@@ -12,8 +13,59 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
+};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Map, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// Which transport a test's clients use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// The server as a child process speaking on stdin/stdout.
+    Stdio,
+    /// The server listening on a loopback port (`--http 127.0.0.1:0`).
+    Http,
+}
+
+tokio::task_local! {
+    /// The transport of the running test; stdio outside [`both_transports!`].
+    pub static TRANSPORT: Transport;
+}
+
+/// The transport [`connect`] uses in this test.
+pub fn current_transport() -> Transport {
+    TRANSPORT.try_with(|t| *t).unwrap_or(Transport::Stdio)
+}
+
+/// Runs each test fn once over stdio and once over Streamable HTTP, as `<name>::stdio` and
+/// `<name>::http`: one suite, two transports.
+#[macro_export]
+macro_rules! both_transports {
+    ($( $(#[$meta:meta])* async fn $name:ident() $body:block )*) => {
+        $(
+            mod $name {
+                #[allow(unused_imports)]
+                use super::*;
+
+                $(#[$meta])*
+                async fn stdio() {
+                    $crate::support::TRANSPORT
+                        .scope($crate::support::Transport::Stdio, async $body)
+                        .await
+                }
+
+                $(#[$meta])*
+                async fn http() {
+                    $crate::support::TRANSPORT
+                        .scope($crate::support::Transport::Http, async $body)
+                        .await
+                }
+            }
+        )*
+    };
+}
 
 /// The `pkb-server` binary of this workspace, built once per test process.
 pub fn server_binary() -> PathBuf {
@@ -121,7 +173,115 @@ impl ClientHandler for RecordingClient {
 }
 
 /// A running server and the client connected to it.
-pub type Client = RunningService<RoleClient, RecordingClient>;
+pub struct Client {
+    service: RunningService<RoleClient, RecordingClient>,
+    /// The HTTP server's process; a stdio server is owned by `service`.
+    server: Option<HttpServerProcess>,
+}
+
+impl std::ops::Deref for Client {
+    type Target = RunningService<RoleClient, RecordingClient>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.service
+    }
+}
+
+impl Client {
+    /// Closes the connection (and stops an HTTP server).
+    pub async fn cancel(self) -> Result<rmcp::service::QuitReason, tokio::task::JoinError> {
+        let quit = self.service.cancel().await;
+        drop(self.server);
+        quit
+    }
+
+    /// The HTTP server's process, when the client is on HTTP.
+    pub fn http_server(&self) -> Option<&HttpServerProcess> {
+        self.server.as_ref()
+    }
+}
+
+/// A `pkb-server --http` process, killed when dropped.
+pub struct HttpServerProcess {
+    pub child: tokio::process::Child,
+    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    /// What it wrote to stderr after the listening line.
+    pub stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl HttpServerProcess {
+    /// Starts `pkb-server --http 127.0.0.1:0 ARGS` and waits for its listening line.
+    pub async fn start(args: &[&str]) -> Self {
+        Self::start_with_env(args, &[]).await
+    }
+
+    /// [`HttpServerProcess::start`] with environment variables.
+    pub async fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut command = tokio::process::Command::new(server_binary());
+        command
+            .args(["--http", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("PKB_DB")
+            .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().expect("spawn pkb-server --http");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let mut before = Vec::new();
+        let url = loop {
+            match lines.next_line().await.expect("read stderr") {
+                Some(line) => match line.strip_prefix("pkb-server: listening on ") {
+                    Some(url) => break url.to_owned(),
+                    None => before.push(line),
+                },
+                None => panic!("pkb-server --http exited before listening: {before:?}"),
+            }
+        };
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&stderr);
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Self { child, url, stderr }
+    }
+
+    /// The origin, `http://127.0.0.1:PORT`.
+    pub fn origin(&self) -> &str {
+        self.url.trim_end_matches("/mcp")
+    }
+}
+
+/// An HTTP client for tests; rustls needs its provider before any client is made.
+pub fn http_client() -> reqwest::Client {
+    pkb_core::transport::http::install_crypto_provider();
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("an HTTP client")
+}
+
+/// Connects an rmcp client over Streamable HTTP to `url`, with a bearer token if given.
+pub async fn connect_http(
+    handler: RecordingClient,
+    url: &str,
+    token: Option<&str>,
+) -> RunningService<RoleClient, RecordingClient> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    if let Some(token) = token {
+        config = config.auth_header(token.to_owned());
+    }
+    let transport = StreamableHttpClientTransport::with_client(http_client(), config);
+    handler
+        .serve(transport)
+        .await
+        .expect("initialize over HTTP")
+}
 
 /// Starts `pkb-server` with `args` (plus a fresh store unless the args name one) and connects.
 pub async fn connect(args: &[&str], sampling: Sampling) -> Client {
@@ -133,14 +293,30 @@ pub async fn connect_memory() -> Client {
     connect(&["--memory"], Sampling::Unsupported).await
 }
 
+/// Starts `pkb-server` with `args` over the test's transport and connects `handler`.
 pub async fn connect_with(handler: RecordingClient, args: &[&str]) -> Client {
-    let mut command = tokio::process::Command::new(server_binary());
-    command
-        .args(args)
-        .env_remove("PKB_DB")
-        .env("RUST_LOG", "warn");
-    let transport = TokioChildProcess::new(command).expect("spawn pkb-server");
-    handler.serve(transport).await.expect("initialize")
+    match current_transport() {
+        Transport::Stdio => {
+            let mut command = tokio::process::Command::new(server_binary());
+            command
+                .args(args)
+                .env_remove("PKB_DB")
+                .env("RUST_LOG", "warn");
+            let transport = TokioChildProcess::new(command).expect("spawn pkb-server");
+            Client {
+                service: handler.serve(transport).await.expect("initialize"),
+                server: None,
+            }
+        }
+        Transport::Http => {
+            let server = HttpServerProcess::start(args).await;
+            let service = connect_http(handler, &server.url, None).await;
+            Client {
+                service,
+                server: Some(server),
+            }
+        }
+    }
 }
 
 /// Calls a tool with JSON arguments.
