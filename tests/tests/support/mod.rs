@@ -109,6 +109,8 @@ pub enum Sampling {
     Refuse,
     /// Never answers.
     Silent,
+    /// Answers with this text after this long.
+    After(std::time::Duration, String),
 }
 
 /// A client that records what the server sends it.
@@ -145,6 +147,13 @@ impl ClientHandler for RecordingClient {
             )),
             Sampling::Refuse => Err(ErrorData::invalid_request("the user declined", None)),
             Sampling::Silent => std::future::pending().await,
+            Sampling::After(delay, text) => {
+                tokio::time::sleep(*delay).await;
+                Ok(CreateMessageResult::new(
+                    SamplingMessage::assistant_text(text.clone()),
+                    "test-model".into(),
+                ))
+            }
             Sampling::Unsupported => Err(ErrorData::invalid_request("no sampling", None)),
         }
     }
@@ -320,7 +329,11 @@ pub async fn connect_with(handler: RecordingClient, args: &[&str]) -> Client {
 }
 
 /// Calls a tool with JSON arguments.
-pub async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
+pub async fn call(
+    client: &RunningService<RoleClient, RecordingClient>,
+    tool: &str,
+    arguments: Value,
+) -> CallToolResult {
     let mut params = CallToolRequestParams::new(tool.to_string());
     params.arguments = match arguments {
         Value::Object(map) => Some(map),
@@ -363,4 +376,173 @@ pub fn temp_store() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("pkb.db").to_string_lossy().into_owned();
     (dir, path)
+}
+
+/// MCP over HTTP by hand, for what rmcp's client would not send: other users' sessions,
+/// bad tokens, odd headers.
+#[derive(Clone)]
+pub struct RawHttp {
+    pub client: reqwest::Client,
+    pub url: String,
+    pub token: Option<String>,
+    pub session: Option<String>,
+    pub next_id: Arc<Mutex<u64>>,
+}
+
+/// An HTTP answer: status, headers, and the JSON-RPC message it carried, if any.
+#[derive(Debug)]
+pub struct RawAnswer {
+    pub status: reqwest::StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+    pub message: Option<Value>,
+}
+
+impl RawAnswer {
+    /// A header's value, as text.
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    }
+
+    /// The JSON-RPC result, panicking on anything else.
+    pub fn result(&self) -> Value {
+        let message = self
+            .message
+            .as_ref()
+            .unwrap_or_else(|| panic!("no message: {self:?}"));
+        message
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("no result: {message}"))
+    }
+
+    /// The JSON-RPC error code, panicking when there is none.
+    pub fn error_code(&self) -> i64 {
+        let message = self
+            .message
+            .as_ref()
+            .unwrap_or_else(|| panic!("no message: {self:?}"));
+        message["error"]["code"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("no error: {message}"))
+    }
+}
+
+impl RawHttp {
+    pub fn new(url: &str, token: Option<&str>) -> Self {
+        Self {
+            client: http_client(),
+            url: url.to_owned(),
+            token: token.map(str::to_owned),
+            session: None,
+            next_id: Arc::new(Mutex::new(1)),
+        }
+    }
+
+    /// The same client with another token (and the same session id).
+    pub fn with_token(&self, token: Option<&str>) -> Self {
+        Self {
+            token: token.map(str::to_owned),
+            ..self.clone()
+        }
+    }
+
+    /// A POST of `body` with this client's token and session.
+    pub fn post_builder(&self, body: &Value) -> reqwest::RequestBuilder {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(session) = &self.session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        request
+    }
+
+    /// Sends `request` and reads its answer (the first JSON-RPC response of an event stream).
+    pub async fn send(request: reqwest::RequestBuilder) -> RawAnswer {
+        let response = request.send().await.expect("HTTP request sent");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response.text().await.unwrap_or_default();
+        let message = body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .chain(std::iter::once(body.as_str()))
+            .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+            .find(|m| m.get("result").is_some() || m.get("error").is_some());
+        RawAnswer {
+            status,
+            headers,
+            body,
+            message,
+        }
+    }
+
+    /// Sends a JSON-RPC request.
+    pub async fn request(&self, method: &str, params: Value) -> RawAnswer {
+        let id = {
+            let mut next = self.next_id.lock().unwrap();
+            *next += 1;
+            *next
+        };
+        let body =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        Self::send(self.post_builder(&body)).await
+    }
+
+    /// Calls a tool.
+    pub async fn call(&self, tool: &str, arguments: Value) -> RawAnswer {
+        self.request(
+            "tools/call",
+            serde_json::json!({"name": tool, "arguments": arguments}),
+        )
+        .await
+    }
+
+    /// Initializes a session (keeping its id) and says so; the initialize answer.
+    pub async fn initialize(&mut self) -> RawAnswer {
+        let answer = self
+            .request(
+                "initialize",
+                serde_json::json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "pkb-tests", "version": "1"}
+                }),
+            )
+            .await;
+        if answer.status.is_success() {
+            self.session = answer.header("mcp-session-id");
+            let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            let sent = Self::send(self.post_builder(&note)).await;
+            assert_eq!(sent.status, 202, "initialized accepted: {sent:?}");
+        }
+        answer
+    }
+}
+
+/// Runs `pkb-server ARGS` to the end; (status, stdout, stderr).
+pub fn run_command(args: &[&str]) -> (std::process::ExitStatus, String, String) {
+    let output = std::process::Command::new(server_binary())
+        .args(args)
+        .env_remove("PKB_DB")
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("pkb-server runs");
+    (
+        output.status,
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }

@@ -83,6 +83,7 @@ impl Drop for InFlightGuard {
 struct Peek<'a> {
     #[serde(borrow)]
     method: Option<&'a str>,
+    id: Option<serde::de::IgnoredAny>,
     #[serde(borrow)]
     params: Option<PeekParams<'a>>,
 }
@@ -158,18 +159,23 @@ impl Gate {
     }
 }
 
+fn shutting_down() -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Service Unavailable: shutting down",
+    )
+        .into_response()
+}
+
 fn not_found() -> Response {
     (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
 }
 
 /// The gate in front of `/mcp`.
 pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
-    if gate.draining.load(Ordering::SeqCst) {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Service Unavailable: shutting down",
-        )
-            .into_response();
+    let draining = gate.draining.load(Ordering::SeqCst);
+    if draining && request.method() != Method::POST {
+        return shutting_down();
     }
     let (parts, body) = request.into_parts();
     let principal = match gate.authenticate(&parts.headers).await {
@@ -197,6 +203,14 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         };
         let peek = serde_json::from_slice::<Peek>(&bytes).ok();
         let rpc_method = peek.as_ref().and_then(|p| p.method);
+        // While draining, the answers and notifications that calls in flight wait for (a
+        // sampling response, a cancellation) still come in; new requests do not.
+        let new_request = peek
+            .as_ref()
+            .is_none_or(|p| p.method.is_some() && p.id.is_some());
+        if draining && new_request {
+            return shutting_down();
+        }
         if let Some(principal) = &principal
             && let Some(rpc_method) = rpc_method
         {

@@ -15,6 +15,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
 
 /// How long a client may take to send a request's headers, or to finish a TLS handshake.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
@@ -59,15 +60,10 @@ impl Listener {
         Self { tcp, tls }
     }
 
-    /// Accepts and serves connections until `shutdown` completes; the open connections are
+    /// Accepts and serves connections until `stop` is cancelled; the open connections are
     /// handed back to be stopped gracefully.
-    pub(super) async fn serve(
-        self,
-        router: Router,
-        shutdown: impl Future<Output = ()>,
-    ) -> GracefulShutdown {
+    pub(super) async fn serve(self, router: Router, stop: CancellationToken) -> GracefulShutdown {
         let graceful = GracefulShutdown::new();
-        let mut shutdown = std::pin::pin!(shutdown);
         loop {
             let (tcp, peer) = tokio::select! {
                 accepted = self.tcp.accept() => match accepted {
@@ -79,7 +75,7 @@ impl Listener {
                         continue;
                     }
                 },
-                () = &mut shutdown => break,
+                () = stop.cancelled() => break,
             };
             if let Err(error) = tcp.set_nodelay(true) {
                 tracing::debug!(%error, "cannot set TCP_NODELAY");

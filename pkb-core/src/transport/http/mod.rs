@@ -214,17 +214,28 @@ impl HttpServer {
         &self.url
     }
 
-    /// Serves until `shutdown` completes; then stops accepting connections, answers the
-    /// requests in flight for up to [`SHUTDOWN_GRACE`], ends the sessions and returns.
+    /// Serves until `shutdown` completes; then takes no new request (503), answers those in
+    /// flight for up to [`SHUTDOWN_GRACE`], stops accepting connections, ends the sessions
+    /// and returns.
+    ///
+    /// Connections are still accepted while the requests in flight finish: a call waiting
+    /// for the client's sampling answer gets it on a new connection when the client's others
+    /// are busy with event streams.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
-        let connections = self.listener.serve(self.router, shutdown).await;
+        let stop = CancellationToken::new();
+        let serving = tokio::spawn(self.listener.serve(self.router, stop.clone()));
+        shutdown.await;
         self.gate.draining.store(true, Ordering::SeqCst);
         let drained = tokio::time::timeout(SHUTDOWN_GRACE, self.gate.in_flight.idle()).await;
         if drained.is_err() {
             tracing::warn!("requests still in flight after {SHUTDOWN_GRACE:?}; stopping anyway");
         }
+        stop.cancel();
         // Ends every session and its event streams, so the connections can close.
         self.cancel.cancel();
+        let Ok(connections) = serving.await else {
+            return;
+        };
         if tokio::time::timeout(Duration::from_secs(1), connections.shutdown())
             .await
             .is_err()

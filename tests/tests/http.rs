@@ -1,0 +1,271 @@
+//! What only the Streamable HTTP transport has: its endpoints, the DNS-rebinding defence,
+//! body and session limits, slow clients, and a clean stop with a call in flight. The tools
+//! themselves are tested over HTTP by the transport-neutral suites.
+
+#![allow(deprecated)] // subscribe is deprecated only for the stateless 2026-07-28 revision
+
+#[macro_use]
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::{
+    HttpServerProcess, RawHttp, RecordingClient, Sampling, call, connect_http, http_client,
+    run_command, structured,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[tokio::test]
+async fn health_answers_without_authorization() {
+    let server = HttpServerProcess::start(&["--memory", "--auth", "none"]).await;
+    assert!(
+        server.url.starts_with("http://127.0.0.1:"),
+        "{}",
+        server.url
+    );
+    let answer = http_client()
+        .get(format!("{}/healthz", server.origin()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.text().await.unwrap(), "ok");
+}
+
+#[tokio::test]
+async fn hosts_and_origins_not_allowed_get_403() {
+    let server = HttpServerProcess::start(&[
+        "--memory",
+        "--allowed-host",
+        "notes.internal",
+        "--allowed-origin",
+        "http://localhost:6274",
+    ])
+    .await;
+    let mut raw = RawHttp::new(&server.url, None);
+    let port = server.origin().rsplit(':').next().unwrap().to_owned();
+    let with = |host: Option<&str>, origin: Option<&str>| {
+        let mut request = raw.post_builder(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
+        if let Some(host) = host {
+            request = request.header("host", host);
+        }
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        RawHttp::send(request)
+    };
+    for (host, origin) in [
+        (Some("evil.example"), None),
+        (Some(&format!("evil.example:{port}") as &str), None),
+        (None, Some("http://evil.example")),
+        (None, Some("null")),
+        (None, Some("http://localhost:6275")),
+        (
+            Some("localhost.evil.example"),
+            Some("http://localhost:6274"),
+        ),
+    ] {
+        let answer = with(host, origin).await;
+        assert_eq!(
+            answer.status, 403,
+            "host {host:?} origin {origin:?}: {answer:?}"
+        );
+    }
+    for (host, origin) in [
+        (Some("localhost"), None),
+        (Some(&format!("[::1]:{port}") as &str), None),
+        (Some("notes.internal"), None),
+        (None, Some(server.origin())),
+        (None, Some("http://localhost:6274")),
+    ] {
+        let answer = with(host, origin).await;
+        assert_ne!(
+            answer.status, 403,
+            "host {host:?} origin {origin:?}: {answer:?}"
+        );
+    }
+    // The check comes before everything else, health included.
+    let health = http_client()
+        .get(format!("{}/healthz", server.origin()))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 403);
+    assert!(raw.initialize().await.status.is_success());
+}
+
+#[tokio::test]
+async fn a_body_over_4_mib_gets_413_and_the_server_goes_on() {
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    let mut raw = RawHttp::new(&server.url, None);
+    raw.initialize().await;
+    let text = "a".repeat(4 * 1024 * 1024 + 1);
+    let answer = raw.call("echo", json!({ "text": text })).await;
+    assert_eq!(answer.status, 413, "{:?}", answer.body);
+    // Streamed without a length, too.
+    let chunks =
+        futures::stream::iter((0..5).map(|_| Ok::<_, std::io::Error>(vec![b' '; 1024 * 1024])));
+    let streamed = raw
+        .post_builder(&json!({}))
+        .body(reqwest::Body::wrap_stream(chunks));
+    assert_eq!(RawHttp::send(streamed).await.status, 413);
+    let answer = raw.call("echo", json!({"text": "still here"})).await;
+    assert_eq!(answer.result()["structuredContent"]["text"], "still here");
+}
+
+#[tokio::test]
+async fn a_deleted_or_unknown_session_gets_404() {
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    let mut raw = RawHttp::new(&server.url, None);
+    raw.initialize().await;
+    assert!(
+        raw.call("fetch", json!({"id": "todo"}))
+            .await
+            .status
+            .is_success()
+    );
+    let deleted = raw
+        .client
+        .delete(&server.url)
+        .header("mcp-session-id", raw.session.clone().unwrap())
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    assert_eq!(raw.call("fetch", json!({"id": "todo"})).await.status, 404);
+    let mut unknown = raw.clone();
+    unknown.session = Some("no-such-session".into());
+    assert_eq!(
+        unknown.call("fetch", json!({"id": "todo"})).await.status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn past_max_sessions_initialize_gets_503_and_open_sessions_go_on() {
+    let server = HttpServerProcess::start(&["--memory", "--max-sessions", "2"]).await;
+    let mut first = RawHttp::new(&server.url, None);
+    let mut second = RawHttp::new(&server.url, None);
+    let mut third = RawHttp::new(&server.url, None);
+    assert!(first.initialize().await.status.is_success());
+    assert!(second.initialize().await.status.is_success());
+    assert_eq!(third.initialize().await.status, 503);
+    for open in [&first, &second] {
+        let answer = open.call("fetch", json!({"id": "todo"})).await;
+        assert_eq!(answer.result()["structuredContent"]["note"]["id"], "todo");
+    }
+}
+
+#[tokio::test]
+async fn idle_sessions_end() {
+    let server = HttpServerProcess::start(&["--memory", "--session-idle-timeout", "1"]).await;
+    let mut raw = RawHttp::new(&server.url, None);
+    raw.initialize().await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(raw.call("fetch", json!({"id": "todo"})).await.status, 404);
+}
+
+#[tokio::test]
+async fn a_client_that_sends_its_headers_slowly_is_cut_off() {
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    let address = server.origin().trim_start_matches("http://").to_owned();
+    let mut slow = tokio::net::TcpStream::connect(&address).await.unwrap();
+    slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(60), slow.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "the connection was not closed");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(25),
+        "cut off after {waited:?}, before the 30 s limit"
+    );
+    // Everyone else was served meanwhile.
+    let mut raw = RawHttp::new(&server.url, None);
+    assert!(raw.initialize().await.status.is_success());
+}
+
+#[tokio::test]
+async fn sigterm_answers_the_call_in_flight_then_exits_0() {
+    let mut server = HttpServerProcess::start(&["--memory"]).await;
+    let handler = RecordingClient::new(Sampling::After(
+        Duration::from_millis(1500),
+        "A slow summary.".into(),
+    ));
+    let client = connect_http(handler, &server.url, None).await;
+    let in_flight = tokio::spawn(async move {
+        let result = call(&client, "summarize", json!({"id": "deploy-checklist"})).await;
+        (client, result)
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let pid = server.child.id().expect("running") as i32;
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let answered = tokio::time::timeout(Duration::from_secs(10), in_flight).await;
+    let Ok(answered) = answered else {
+        panic!(
+            "the call in flight was not answered; the server said: {:?}",
+            server.stderr.lock().unwrap()
+        );
+    };
+    let (_client, result) = answered.unwrap();
+    assert_eq!(structured(&result)["source"], "sampling");
+    let status = tokio::time::timeout(Duration::from_secs(10), server.child.wait())
+        .await
+        .expect("exits within the grace period")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test]
+async fn no_authorization_off_loopback_refuses_to_start() {
+    let (status, _, stderr) = run_command(&["--memory", "--http", "0.0.0.0:0"]);
+    assert!(!status.success());
+    assert!(stderr.contains("--auth"), "{stderr}");
+    let (status, _, stderr) = run_command(&["--memory", "--http", "0.0.0.0:0", "--auth", "none"]);
+    assert!(!status.success());
+    assert!(stderr.contains("--auth"), "{stderr}");
+}
+
+#[tokio::test]
+async fn writes_reach_the_subscribers_of_other_sessions() {
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    let watcher = RecordingClient::new(Sampling::Unsupported);
+    let watching = connect_http(watcher.clone(), &server.url, None).await;
+    watching
+        .subscribe(rmcp::model::SubscribeRequestParams::new("pkb://notes/todo"))
+        .await
+        .unwrap();
+    let writer = connect_http(
+        RecordingClient::new(Sampling::Unsupported),
+        &server.url,
+        None,
+    )
+    .await;
+    let result = call(
+        &writer,
+        "write",
+        json!({"title": "Todo", "body": "new", "overwrite": true}),
+    )
+    .await;
+    assert_eq!(structured(&result)["created"], false);
+    let created = call(&writer, "write", json!({"title": "Fresh", "body": ""})).await;
+    assert_eq!(structured(&created)["created"], true);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline
+        && (watcher.updated.lock().unwrap().is_empty()
+            || *watcher.list_changed.lock().unwrap() == 0)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(*watcher.updated.lock().unwrap(), ["pkb://notes/todo"]);
+    assert!(*watcher.list_changed.lock().unwrap() >= 1);
+}
