@@ -1,0 +1,309 @@
+//! `--auth tokens`: the token commands, bearer checks, read-only tokens, revocation seen by a
+//! running server, and users who never see each other's notes on any surface.
+
+#![allow(deprecated)] // subscribe is deprecated only for the stateless 2026-07-28 revision
+
+#[macro_use]
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::{
+    HttpServerProcess, RawHttp, RecordingClient, Sampling, call, connect_http, run_command,
+    structured, text,
+};
+
+/// A data directory with tokens `alice`, `bob` and the read-only `reader`.
+fn data_dir_with_tokens() -> (tempfile::TempDir, String, String, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_str().unwrap().to_owned();
+    let make = |name: &str, read_only: bool| {
+        let mut args = vec!["--data-dir", &path, "token", "create", name];
+        if read_only {
+            args.push("--read-only");
+        }
+        let (status, stdout, stderr) = run_command(&args);
+        assert!(status.success(), "{stderr}");
+        let token = stdout.trim().to_owned();
+        assert!(token.len() >= 32, "a token of at least 128 bits: {token}");
+        token
+    };
+    let alice = make("alice", false);
+    let bob = make("bob", false);
+    let reader = make("reader", true);
+    (dir, path, alice, bob, reader)
+}
+
+#[test]
+fn token_commands_keep_hashes_only() {
+    let (dir, path, alice, _bob, _reader) = data_dir_with_tokens();
+    let (status, stdout, _) = run_command(&["--data-dir", &path, "token", "list"]);
+    assert!(status.success());
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert!(
+        lines[0].starts_with("alice\tnotes:read notes:write\t"),
+        "{stdout}"
+    );
+    assert!(lines[2].starts_with("reader\tnotes:read\t"), "{stdout}");
+    assert!(!stdout.contains(&alice));
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let content = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&content).contains(&alice),
+            "a token is never stored"
+        );
+    }
+    let (status, _, stderr) = run_command(&["--data-dir", &path, "token", "create", "alice"]);
+    assert!(!status.success());
+    assert!(stderr.contains("exists"), "{stderr}");
+    let (status, _, _) = run_command(&["--data-dir", &path, "token", "revoke", "alice"]);
+    assert!(status.success());
+    let (status, _, stderr) = run_command(&["--data-dir", &path, "token", "revoke", "alice"]);
+    assert!(!status.success());
+    assert!(stderr.contains("no token named"), "{stderr}");
+}
+
+#[tokio::test]
+async fn requests_without_a_valid_bearer_token_get_401() {
+    let (_dir, path, alice, _bob, _reader) = data_dir_with_tokens();
+    let server = HttpServerProcess::start(&["--auth", "tokens", "--data-dir", &path]).await;
+    let missing = RawHttp::new(&server.url, None).initialize().await;
+    assert_eq!(missing.status, 401);
+    assert_eq!(
+        missing.header("www-authenticate").as_deref(),
+        Some("Bearer")
+    );
+    for bad in [
+        "pkb_not-a-token",
+        &format!("{alice}x"),
+        &alice[..alice.len() - 1],
+    ] {
+        let answer = RawHttp::new(&server.url, Some(bad)).initialize().await;
+        assert_eq!(answer.status, 401);
+        assert_eq!(
+            answer.header("www-authenticate").as_deref(),
+            Some("Bearer error=\"invalid_token\"")
+        );
+    }
+    // Another scheme, or the token in the query string, is no bearer token.
+    let raw = RawHttp::new(&server.url, None);
+    let basic = raw
+        .post_builder(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        .header("authorization", format!("Basic {alice}"));
+    assert_eq!(RawHttp::send(basic).await.status, 401);
+    let query = RawHttp::new(&format!("{}?access_token={alice}", server.url), None)
+        .initialize()
+        .await;
+    assert_eq!(query.status, 401);
+    // The answer never depends on whether a name exists.
+    let (status, _, _) = run_command(&["--data-dir", &path, "token", "list"]);
+    assert!(status.success());
+    let ok = RawHttp::new(&server.url, Some(&alice)).initialize().await;
+    assert!(ok.status.is_success(), "{ok:?}");
+}
+
+#[tokio::test]
+async fn a_read_only_token_reads_and_every_write_gets_403() {
+    let (_dir, path, _alice, _bob, reader) = data_dir_with_tokens();
+    let server = HttpServerProcess::start(&["--auth", "tokens", "--data-dir", &path]).await;
+    let mut raw = RawHttp::new(&server.url, Some(&reader));
+    assert!(raw.initialize().await.status.is_success());
+    let fetched = raw.call("fetch", json!({"id": "todo"})).await;
+    assert_eq!(fetched.result()["structuredContent"]["note"]["id"], "todo");
+    assert!(
+        raw.request("resources/list", json!({}))
+            .await
+            .status
+            .is_success()
+    );
+    for (tool, arguments) in [
+        (
+            "write",
+            json!({"title": "Todo", "body": "overwritten", "overwrite": true}),
+        ),
+        ("write", json!({"title": "Sneaky", "body": ""})),
+        ("summarize_and_save", json!({"id": "todo"})),
+    ] {
+        let answer = raw.call(tool, arguments).await;
+        assert_eq!(answer.status, 403, "{tool}: {answer:?}");
+        assert_eq!(
+            answer.header("www-authenticate").as_deref(),
+            Some("Bearer error=\"insufficient_scope\", scope=\"notes:write\"")
+        );
+    }
+    let todo = raw.call("fetch", json!({"id": "todo"})).await;
+    assert_ne!(
+        todo.result()["structuredContent"]["note"]["body"],
+        "overwritten"
+    );
+    let sneaky = raw.call("fetch", json!({"id": "sneaky"})).await;
+    assert_eq!(sneaky.result()["isError"], true, "nothing was written");
+}
+
+#[tokio::test]
+async fn a_revoked_token_fails_within_a_second_in_a_running_server() {
+    let (_dir, path, alice, _bob, _reader) = data_dir_with_tokens();
+    let server = HttpServerProcess::start(&["--auth", "tokens", "--data-dir", &path]).await;
+    let mut raw = RawHttp::new(&server.url, Some(&alice));
+    assert!(raw.initialize().await.status.is_success());
+    assert!(
+        raw.call("fetch", json!({"id": "todo"}))
+            .await
+            .status
+            .is_success()
+    );
+    let (status, _, _) = run_command(&["--data-dir", &path, "token", "revoke", "alice"]);
+    assert!(status.success());
+    let revoked = Instant::now();
+    loop {
+        let answer = raw.call("fetch", json!({"id": "todo"})).await;
+        if answer.status == 401 {
+            break;
+        }
+        assert!(
+            revoked.elapsed() < Duration::from_secs(1),
+            "still served {:?} after the revocation",
+            revoked.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn users_never_see_each_others_notes() {
+    let (_dir, path, alice, bob, _reader) = data_dir_with_tokens();
+    let server =
+        HttpServerProcess::start(&["--auth", "tokens", "--data-dir", &path, "--no-seed"]).await;
+    let unsupported = || RecordingClient::new(Sampling::Unsupported);
+    let alice_client = connect_http(unsupported(), &server.url, Some(&alice)).await;
+    let bob_watcher = unsupported();
+    let bob_client = connect_http(bob_watcher.clone(), &server.url, Some(&bob)).await;
+    bob_client
+        .subscribe(rmcp::model::SubscribeRequestParams::new("pkb://notes"))
+        .await
+        .unwrap();
+    bob_client
+        .subscribe(rmcp::model::SubscribeRequestParams::new(
+            "pkb://notes/secret-plan",
+        ))
+        .await
+        .unwrap();
+    let alice_watcher = unsupported();
+    let alice_second = connect_http(alice_watcher.clone(), &server.url, Some(&alice)).await;
+    alice_second
+        .subscribe(rmcp::model::SubscribeRequestParams::new("pkb://notes"))
+        .await
+        .unwrap();
+
+    let saved = call(
+        &alice_client,
+        "write",
+        json!({"title": "Secret plan", "body": "alice only", "tags": ["hidden"]}),
+    )
+    .await;
+    assert_eq!(text(&saved), "saved: secret-plan");
+    for n in 0..101 {
+        call(
+            &alice_client,
+            "write",
+            json!({"title": format!("Alice note {n:03}"), "body": ""}),
+        )
+        .await;
+    }
+
+    // Search, fetch, resources, completions: nothing of alice's reaches bob.
+    let found = call(&bob_client, "search", json!({"query": "secret"})).await;
+    assert_eq!(structured(&found)["results"], json!([]));
+    let fetched = call(&bob_client, "fetch", json!({"id": "secret-plan"})).await;
+    assert_eq!(text(&fetched), "No note found with ID: secret-plan");
+    let listed = bob_client.list_all_resources().await.unwrap();
+    assert!(
+        listed.iter().all(|r| !r.uri.starts_with("pkb://notes/")),
+        "{listed:?}"
+    );
+    let read = bob_client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "pkb://notes/secret-plan",
+        ))
+        .await;
+    assert!(read.is_err(), "{read:?}");
+    let index = bob_client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new("pkb://notes"))
+        .await
+        .unwrap();
+    let index = serde_json::to_string(&index).unwrap();
+    assert!(!index.contains("secret"), "{index}");
+    let completion = bob_client
+        .complete(rmcp::model::CompleteRequestParams::new(
+            rmcp::model::Reference::for_resource("pkb://notes/{id}"),
+            rmcp::model::ArgumentInfo::new("id", "sec"),
+        ))
+        .await
+        .unwrap();
+    assert!(completion.completion.values.is_empty());
+    let tags = bob_client
+        .complete(rmcp::model::CompleteRequestParams::new(
+            rmcp::model::Reference::for_prompt("quick_capture"),
+            rmcp::model::ArgumentInfo::new("tags", "hid"),
+        ))
+        .await
+        .unwrap();
+    assert!(tags.completion.values.is_empty());
+    // Bob may write the same title: it is his own note.
+    let his = call(
+        &bob_client,
+        "write",
+        json!({"title": "Secret plan", "body": "bob's"}),
+    )
+    .await;
+    assert_eq!(structured(&his)["created"], true);
+
+    // Alice's other session heard of her writes; bob heard only of his own.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while *alice_watcher.list_changed.lock().unwrap() < 102 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(*alice_watcher.list_changed.lock().unwrap() >= 102);
+    assert!(*bob_watcher.list_changed.lock().unwrap() <= 1);
+    assert!(
+        bob_watcher
+            .updated
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|uri| uri == "pkb://notes" || uri == "pkb://notes/secret-plan"),
+    );
+    assert!(
+        bob_watcher.updated.lock().unwrap().len() <= 2,
+        "only bob's own write"
+    );
+
+    // A session id or a cursor carried to the other user is refused.
+    let mut alice_raw = RawHttp::new(&server.url, Some(&alice));
+    alice_raw.initialize().await;
+    let first_page = alice_raw
+        .request("resources/list", json!({}))
+        .await
+        .result();
+    let cursor = first_page["nextCursor"]
+        .as_str()
+        .expect("a second page")
+        .to_owned();
+    let bob_in_alice_session = alice_raw.with_token(Some(&bob));
+    let answer = bob_in_alice_session
+        .call("fetch", json!({"id": "secret-plan"}))
+        .await;
+    assert_eq!(answer.status, 404, "{answer:?}");
+    let mut bob_raw = RawHttp::new(&server.url, Some(&bob));
+    bob_raw.initialize().await;
+    let answer = bob_raw
+        .request("resources/list", json!({ "cursor": cursor }))
+        .await;
+    assert_eq!(answer.error_code(), -32602);
+    let second_page = alice_raw
+        .request("resources/list", json!({ "cursor": cursor }))
+        .await;
+    assert!(second_page.result()["resources"].as_array().is_some());
+}
