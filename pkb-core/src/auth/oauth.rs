@@ -57,7 +57,9 @@ pub struct JwtVerifier {
     jwks_url: String,
     client: reqwest::Client,
     keys: RwLock<Arc<JwkSet>>,
-    last_fetch: Mutex<Instant>,
+    /// When an unknown `kid` last made the set be fetched again; the fetch at start does
+    /// not count, so a key added just after it is found at once.
+    last_refetch: Mutex<Option<Instant>>,
     /// Serialises refetches, so many tokens with a new `kid` fetch the set once.
     refetching: tokio::sync::Mutex<()>,
     verified: Mutex<HashMap<[u8; 32], (Principal, u64)>>,
@@ -110,7 +112,7 @@ impl JwtVerifier {
             jwks_url,
             client,
             keys: RwLock::new(Arc::new(keys)),
-            last_fetch: Mutex::new(Instant::now()),
+            last_refetch: Mutex::new(None),
             refetching: tokio::sync::Mutex::new(()),
             verified: Mutex::new(HashMap::new()),
         })
@@ -211,10 +213,13 @@ impl JwtVerifier {
     /// Fetches the key set again, unless that was done less than [`REFETCH_INTERVAL`] ago.
     async fn refetch(&self) {
         let _one_at_a_time = self.refetching.lock().await;
-        if lock(&self.last_fetch).elapsed() < REFETCH_INTERVAL {
-            return;
+        {
+            let mut last = lock(&self.last_refetch);
+            if last.is_some_and(|at| at.elapsed() < REFETCH_INTERVAL) {
+                return;
+            }
+            *last = Some(Instant::now());
         }
-        *lock(&self.last_fetch) = Instant::now();
         match fetch_keys(&self.client, &self.jwks_url).await {
             Ok(keys) => {
                 tracing::info!(keys = keys.keys.len(), "fetched the issuer's keys again");
