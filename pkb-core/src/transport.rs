@@ -8,6 +8,7 @@
 //! [`DirectCalls`] such a call is also answered here rather than in rmcp's service loop.
 
 mod direct_calls;
+#[cfg(feature = "http")]
 pub mod http;
 mod in_flight;
 

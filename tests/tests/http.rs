@@ -269,3 +269,68 @@ async fn writes_reach_the_subscribers_of_other_sessions() {
     assert_eq!(*watcher.updated.lock().unwrap(), ["pkb://notes/todo"]);
     assert!(*watcher.list_changed.lock().unwrap() >= 1);
 }
+
+#[tokio::test]
+async fn tls_serves_https_with_the_given_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("cert.pem");
+    let key = dir.path().join("key.pem");
+    let status = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("openssl runs");
+    assert!(status.success());
+    let server = HttpServerProcess::start(&[
+        "--memory",
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ])
+    .await;
+    assert!(
+        server.url.starts_with("https://127.0.0.1:"),
+        "{}",
+        server.url
+    );
+    let pem = std::fs::read(&cert).unwrap();
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .tls_certs_only([reqwest::Certificate::from_pem(&pem).unwrap()])
+        .build()
+        .unwrap();
+    let health = client
+        .get(format!("{}/healthz", server.origin()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.text().await.unwrap(), "ok");
+    let mut raw = RawHttp::new(&server.url, None);
+    raw.client = client;
+    assert!(raw.initialize().await.status.is_success());
+    let answer = raw.call("fetch", json!({"id": "todo"})).await;
+    assert_eq!(answer.result()["structuredContent"]["note"]["id"], "todo");
+    // Plain HTTP on the TLS port is not served.
+    let plain = http_client()
+        .get(format!(
+            "{}/healthz",
+            server.origin().replace("https", "http")
+        ))
+        .send()
+        .await;
+    assert!(plain.map(|r| r.status() != 200).unwrap_or(true));
+}

@@ -5,6 +5,7 @@
 //! against its issuer's keys. Either gives a [`Principal`]; the HTTP transport puts it in the
 //! request's extensions, and the server picks that user's notes from it.
 
+#[cfg(feature = "http")]
 mod oauth;
 mod tokens;
 
@@ -12,6 +13,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+#[cfg(feature = "http")]
 pub use oauth::{JwtVerifier, OAuthSettings};
 pub use tokens::{TokenError, TokenFile, TokenInfo, TokenVerifier};
 
@@ -134,6 +136,7 @@ pub struct Principal {
 }
 
 /// How requests are authenticated.
+#[cfg(feature = "http")]
 pub enum Authenticator {
     /// No authentication: one user, allowed on loopback addresses only.
     None,
@@ -143,6 +146,7 @@ pub enum Authenticator {
     OAuth(JwtVerifier),
 }
 
+#[cfg(feature = "http")]
 impl Authenticator {
     /// The principal a bearer token stands for; `None` for a token that is unknown, revoked,
     /// expired or otherwise invalid (which one is not told, to the client or the log).

@@ -177,11 +177,14 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
     if draining && request.method() != Method::POST {
         return shutting_down();
     }
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let principal = match gate.authenticate(&parts.headers).await {
         Ok(principal) => principal,
         Err(refused) => return refused,
     };
+    // The token has done its work: nothing behind the gate (rmcp, a handler, a log line
+    // printing the request) gets to see it, or to pass it on.
+    parts.headers.remove(AUTHORIZATION);
     let user = principal.as_ref().map(|p| p.user.clone());
     let session = parts
         .headers

@@ -3,7 +3,7 @@
 //! every supported form compiles (`ui/pass/`).
 //!
 //! After changing a diagnostic, regenerate the `.stderr` files with
-//! `TRYBUILD=overwrite cargo test -p pkb-tests --test compiletest`, then review the diff.
+//! `TRYBUILD=overwrite cargo test -p pkb-compile-tests --test compiletest`, then review the diff.
 
 #[test]
 fn ui() {
