@@ -96,21 +96,70 @@ async fn hosts_and_origins_not_allowed_get_403() {
     assert!(raw.initialize().await.status.is_success());
 }
 
+/// Sends `head` and then `body` on a fresh connection, without waiting for the body to be
+/// taken, and returns the status line of the answer: a server that refuses a body early
+/// answers before the client has finished sending it.
+async fn status_of_raw_post(address: &str, head: String, body: Vec<u8>) -> String {
+    let stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let (mut reader, mut writer) = stream.into_split();
+    let sending = tokio::spawn(async move {
+        let _ = writer.write_all(head.as_bytes()).await;
+        let _ = writer.write_all(&body).await;
+        writer
+    });
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 1024];
+    while !answer.windows(2).any(|w| w == b"\r\n") {
+        let read = tokio::time::timeout(Duration::from_secs(30), reader.read(&mut buffer))
+            .await
+            .expect("an answer")
+            .unwrap();
+        if read == 0 {
+            break;
+        }
+        answer.extend_from_slice(&buffer[..read]);
+    }
+    sending.abort();
+    String::from_utf8_lossy(&answer)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 #[tokio::test]
 async fn a_body_over_4_mib_gets_413_and_the_server_goes_on() {
     let server = HttpServerProcess::start(&["--memory"]).await;
     let mut raw = RawHttp::new(&server.url, None);
     raw.initialize().await;
-    let text = "a".repeat(4 * 1024 * 1024 + 1);
-    let answer = raw.call("echo", json!({ "text": text })).await;
-    assert_eq!(answer.status, 413, "{:?}", answer.body);
-    // Streamed without a length, too.
-    let chunks =
-        futures::stream::iter((0..5).map(|_| Ok::<_, std::io::Error>(vec![b' '; 1024 * 1024])));
-    let streamed = raw
-        .post_builder(&json!({}))
-        .body(reqwest::Body::wrap_stream(chunks));
-    assert_eq!(RawHttp::send(streamed).await.status, 413);
+    let address = server.origin().trim_start_matches("http://").to_owned();
+    let session = raw.session.clone().unwrap();
+    let headers = |framing: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n\
+             Mcp-Protocol-Version: 2025-11-25\r\n{framing}\r\n"
+        )
+    };
+    let size = 4 * 1024 * 1024 + 1;
+    let sized = status_of_raw_post(
+        &address,
+        headers(&format!("Content-Length: {size}\r\n")),
+        vec![b' '; size],
+    )
+    .await;
+    assert!(sized.contains(" 413 "), "{sized}");
+    // Streamed without a length, too: refused once it passes the limit.
+    let mut chunked = Vec::new();
+    for _ in 0..5 {
+        chunked.extend_from_slice(format!("{:x}\r\n", 1024 * 1024).as_bytes());
+        chunked.extend(std::iter::repeat_n(b' ', 1024 * 1024));
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let streamed =
+        status_of_raw_post(&address, headers("Transfer-Encoding: chunked\r\n"), chunked).await;
+    assert!(streamed.contains(" 413 "), "{streamed}");
     let answer = raw.call("echo", json!({"text": "still here"})).await;
     assert_eq!(answer.result()["structuredContent"]["text"], "still here");
 }
@@ -273,41 +322,90 @@ async fn writes_reach_the_subscribers_of_other_sessions() {
 #[tokio::test]
 async fn tls_serves_https_with_the_given_certificate() {
     let dir = tempfile::tempdir().unwrap();
-    let cert = dir.path().join("cert.pem");
-    let key = dir.path().join("key.pem");
-    let status = std::process::Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-        ])
-        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost"])
-        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .stderr(std::process::Stdio::null())
-        .status()
-        .expect("openssl runs");
-    assert!(status.success());
-    let server = HttpServerProcess::start(&[
-        "--memory",
-        "--tls-cert",
-        cert.to_str().unwrap(),
-        "--tls-key",
-        key.to_str().unwrap(),
-    ])
-    .await;
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let (ca, ca_key, cert, key) = (
+        path("ca.pem"),
+        path("ca.key"),
+        path("cert.pem"),
+        path("key.pem"),
+    );
+    std::fs::write(
+        path("leaf.cnf"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    let openssl = |args: &[&str]| {
+        let status = std::process::Command::new("openssl")
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("openssl runs");
+        assert!(status.success(), "openssl {args:?}");
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    openssl(
+        &[
+            &["req", "-x509"],
+            &ec[..],
+            &[
+                "-days",
+                "1",
+                "-subj",
+                "/CN=pkb test CA",
+                "-keyout",
+                &ca_key,
+                "-out",
+                &ca,
+            ],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req"],
+            &ec[..],
+            &[
+                "-subj",
+                "/CN=localhost",
+                "-keyout",
+                &key,
+                "-out",
+                &path("leaf.csr"),
+            ],
+        ]
+        .concat(),
+    );
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        &path("leaf.csr"),
+        "-CA",
+        &ca,
+        "-CAkey",
+        &ca_key,
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        &path("leaf.cnf"),
+        "-out",
+        &cert,
+    ]);
+    let server =
+        HttpServerProcess::start(&["--memory", "--tls-cert", &cert, "--tls-key", &key]).await;
     assert!(
         server.url.starts_with("https://127.0.0.1:"),
         "{}",
         server.url
     );
-    let pem = std::fs::read(&cert).unwrap();
+    let pem = std::fs::read(&ca).unwrap();
     let client = reqwest::Client::builder()
         .no_proxy()
         .tls_certs_only([reqwest::Certificate::from_pem(&pem).unwrap()])

@@ -133,6 +133,21 @@ async fn a_read_only_token_reads_and_every_write_gets_403() {
             Some("Bearer error=\"insufficient_scope\", scope=\"notes:write\"")
         );
     }
+    // The gate reads the method and tool as rmcp does: escapes and duplicate keys do not
+    // slip a write past it.
+    for body in [
+        r#"{"jsonrpc":"2.0","id":90,"method":"tools\/call","params":{"name":"writ\u0065","arguments":{"title":"Escaped","body":""}}}"#,
+        r#"{"jsonrpc":"2.0","id":91,"method":"tools/call","params":{"name":"fetch","name":"write","arguments":{"title":"Escaped","body":""}}}"#,
+        r#"[{"jsonrpc":"2.0","id":92,"method":"tools/call","params":{"name":"write","arguments":{"title":"Escaped","body":""}}}]"#,
+    ] {
+        let answer = RawHttp::send(raw.post_builder(&json!({})).body(body)).await;
+        assert!(
+            answer.status == 403 || answer.status == 400,
+            "{body}: {answer:?}"
+        );
+    }
+    let escaped = raw.call("fetch", json!({"id": "escaped"})).await;
+    assert_eq!(escaped.result()["isError"], true, "nothing was written");
     let todo = raw.call("fetch", json!({"id": "todo"})).await;
     assert_ne!(
         todo.result()["structuredContent"]["note"]["body"],

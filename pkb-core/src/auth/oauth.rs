@@ -21,8 +21,12 @@ pub const LEEWAY: Duration = Duration::from_secs(60);
 /// of forged tokens must not turn the server into a load on the issuer.
 pub const REFETCH_INTERVAL: Duration = Duration::from_secs(60);
 
-/// Most verified tokens remembered (by their hash) until they expire.
+/// Most verified tokens remembered (by their hash).
 const VERIFIED_CACHE: usize = 10_000;
+
+/// How long a verified token is remembered at most (less when it expires sooner), so that
+/// a key taken out of the set stops being trusted within this time once it is refetched.
+const VERIFIED_FOR: Duration = Duration::from_secs(300);
 
 /// The algorithms accepted: asymmetric ones only. `none` and HMAC never are, whatever a
 /// token's header says: HMAC with a public key as the secret is the classic forgery.
@@ -132,8 +136,8 @@ impl JwtVerifier {
     pub async fn verify(&self, token: &str) -> Option<Principal> {
         let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = unix_now();
-        if let Some((principal, exp)) = lock(&self.verified).get(&hash)
-            && *exp + LEEWAY.as_secs() > now
+        if let Some((principal, until)) = lock(&self.verified).get(&hash)
+            && *until > now
         {
             return Some(principal.clone());
         }
@@ -149,14 +153,17 @@ impl JwtVerifier {
             }
         };
         let (principal, exp) = self.check(token, header.alg, &jwk)?;
+        let until = exp
+            .saturating_add(LEEWAY.as_secs())
+            .min(now.saturating_add(VERIFIED_FOR.as_secs()));
         let mut verified = lock(&self.verified);
         if verified.len() >= VERIFIED_CACHE {
-            verified.retain(|_, (_, exp)| *exp + LEEWAY.as_secs() > now);
+            verified.retain(|_, (_, until)| *until > now);
             if verified.len() >= VERIFIED_CACHE {
                 verified.clear();
             }
         }
-        verified.insert(hash, (principal.clone(), exp));
+        verified.insert(hash, (principal.clone(), until));
         Some(principal)
     }
 
@@ -178,7 +185,7 @@ impl JwtVerifier {
         }
         if claims
             .iat
-            .is_some_and(|iat| iat > unix_now() + LEEWAY.as_secs())
+            .is_some_and(|iat| iat > unix_now().saturating_add(LEEWAY.as_secs()))
         {
             return None;
         }
@@ -224,6 +231,8 @@ impl JwtVerifier {
             Ok(keys) => {
                 tracing::info!(keys = keys.keys.len(), "fetched the issuer's keys again");
                 *self.keys.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(keys);
+                // A key may have left the set: what it signed is checked again.
+                lock(&self.verified).clear();
             }
             Err(error) => tracing::warn!(%error, "cannot fetch the issuer's keys again"),
         }

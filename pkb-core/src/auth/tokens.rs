@@ -186,6 +186,13 @@ impl TokenFile {
             options.mode(0o600);
         }
         let mut file = options.open(&temporary).map_err(io)?;
+        #[cfg(unix)]
+        {
+            // `mode` applies only to a file it creates; one left by a crash keeps its own.
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))
+                .map_err(io)?;
+        }
         file.write_all(text.as_bytes()).map_err(io)?;
         file.sync_all().map_err(io)?;
         std::fs::rename(&temporary, &path).map_err(io)?;

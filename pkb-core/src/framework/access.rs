@@ -30,15 +30,14 @@ impl Registry {
                     None => Access::Open,
                 }
             }
-            "resources/list"
-            | "resources/templates/list"
-            | "resources/read"
-            | "resources/subscribe"
-            | "resources/unsubscribe"
-            | "subscriptions/listen"
-            | "prompts/get"
-            | "completion/complete" => Access::Read,
-            _ => Access::Open,
+            // What needs no access to the data: the handshake, the lists of what the server
+            // offers, and the messages that only steer the connection.
+            "initialize" | "ping" | "server/discover" | "tools/list" | "prompts/list"
+            | "logging/setLevel" => Access::Open,
+            method if method.starts_with("notifications/") => Access::Open,
+            // Everything else, a method added later included, reads at least: a new method
+            // is never open by mistake.
+            _ => Access::Read,
         }
     }
 }
@@ -87,6 +86,14 @@ mod tests {
             Access::Read
         );
         assert_eq!(registry.required_access("tools/list", None), Access::Open);
+        assert_eq!(
+            registry.required_access("some/future-method", None),
+            Access::Read
+        );
+        assert_eq!(
+            registry.required_access("notifications/initialized", None),
+            Access::Open
+        );
         assert_eq!(registry.required_access("initialize", None), Access::Open);
     }
 }

@@ -41,6 +41,17 @@ pub struct UserStores {
 struct Slot {
     store: OnceCell<Store>,
     last_used: Mutex<Instant>,
+    /// The store's index upkeep, which would otherwise wait for a write forever once the
+    /// store is closed.
+    upkeep: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(upkeep) = lock(&self.upkeep).take() {
+            upkeep.abort();
+        }
+    }
 }
 
 impl UserStores {
@@ -77,12 +88,20 @@ impl UserStores {
                 Arc::new(Slot {
                     store: OnceCell::new(),
                     last_used: Mutex::new(Instant::now()),
+                    upkeep: Mutex::new(None),
                 })
             });
             *lock(&slot.last_used) = Instant::now();
             Arc::clone(slot)
         };
-        let store = slot.store.get_or_try_init(|| self.open_store(user)).await?;
+        let store = slot
+            .store
+            .get_or_try_init(|| async {
+                let store = self.open_store(user).await?;
+                *lock(&slot.upkeep) = Some(store.spawn_index_upkeep(INDEX_UPKEEP_QUIET));
+                Ok::<_, StoreError>(store)
+            })
+            .await?;
         Ok(store.clone())
     }
 
@@ -93,12 +112,14 @@ impl UserStores {
                 let path = Self::path_in(dir, user);
                 let seed = self.seed;
                 tracing::debug!(path = %path.display(), "opening a user's store");
-                tokio::task::spawn_blocking(move || Store::open(&path, seed))
-                    .await
-                    .map_err(|e| StoreError::Unavailable(e.to_string()))??
+                tokio::task::spawn_blocking(move || {
+                    private_folder(path.parent().unwrap_or(Path::new(".")))?;
+                    Store::open(&path, seed)
+                })
+                .await
+                .map_err(|e| StoreError::Unavailable(e.to_string()))??
             }
         };
-        let _upkeep = store.spawn_index_upkeep(INDEX_UPKEEP_QUIET);
         Ok(store)
     }
 
@@ -139,6 +160,24 @@ impl UserStores {
             }
         })
     }
+}
+
+/// Creates the users' folder readable by its owner only: it holds everyone's notes.
+fn private_folder(folder: &Path) -> Result<(), StoreError> {
+    let open = |source: std::io::Error| StoreError::Open {
+        path: folder.to_owned(),
+        source: Box::new(source),
+    };
+    if folder.is_dir() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(folder).map_err(open)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o700)).map_err(open)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
 use http::{HeaderValue, Method, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde::Deserialize;
 use tokio::sync::Notify;
@@ -37,10 +38,18 @@ pub struct Gate {
     pub(super) resource_metadata: Option<String>,
     pub(super) sessions: Arc<LocalSessionManager>,
     pub(super) max_sessions: usize,
-    /// Who opened each session.
-    pub(super) owners: Mutex<HashMap<String, Option<User>>>,
+    /// Who opened each session, and when its client last sent a request in it.
+    pub(super) owners: Mutex<HashMap<String, Owner>>,
+    /// Sessions whose client sent nothing for this long are ended.
+    pub(super) idle_timeout: Duration,
     pub(super) in_flight: Arc<InFlight>,
     pub(super) draining: AtomicBool,
+}
+
+/// The user of a session, and when its client last spoke.
+pub struct Owner {
+    user: Option<User>,
+    last_seen: Instant,
 }
 
 /// The POST requests whose answer is not yet sent, so a shutdown can wait for them.
@@ -78,20 +87,18 @@ impl Drop for InFlightGuard {
     }
 }
 
-/// The little of a JSON-RPC message the gate reads: which method, which tool.
+/// The little of a JSON-RPC message the gate reads: which method, which tool. Strings are
+/// owned, so that escapes (`"writ\u0065"`) decode here exactly as rmcp decodes them.
 #[derive(Deserialize)]
-struct Peek<'a> {
-    #[serde(borrow)]
-    method: Option<&'a str>,
+struct Peek {
+    method: Option<String>,
     id: Option<serde::de::IgnoredAny>,
-    #[serde(borrow)]
-    params: Option<PeekParams<'a>>,
+    params: Option<PeekParams>,
 }
 
 #[derive(Deserialize)]
-struct PeekParams<'a> {
-    #[serde(borrow)]
-    name: Option<&'a str>,
+struct PeekParams {
+    name: Option<String>,
 }
 
 impl Gate {
@@ -192,11 +199,13 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     if let Some(session) = &session
-        && let Some(owner) = lock(&gate.owners).get(session)
-        && *owner != user
+        && let Some(owner) = lock(&gate.owners).get_mut(session)
     {
-        // Another user's session is, to this user, no session at all.
-        return not_found();
+        if owner.user != user {
+            // Another user's session is, to this user, no session at all.
+            return not_found();
+        }
+        owner.last_seen = Instant::now();
     }
     let method = parts.method.clone();
     let mut request = if method == Method::POST {
@@ -204,8 +213,20 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             Ok(bytes) => bytes,
             Err(refused) => return refused,
         };
-        let peek = serde_json::from_slice::<Peek>(&bytes).ok();
-        let rpc_method = peek.as_ref().and_then(|p| p.method);
+        let peek = match serde_json::from_slice::<Peek>(&bytes) {
+            Ok(peek) => Some(peek),
+            // A body the gate cannot read is one whose scope it cannot tell: with
+            // authorization on, it goes no further.
+            Err(_) if principal.is_some() => {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: the body is not one JSON-RPC message",
+                )
+                    .into_response();
+            }
+            Err(_) => None,
+        };
+        let rpc_method = peek.as_ref().and_then(|p| p.method.as_deref());
         // While draining, the answers and notifications that calls in flight wait for (a
         // sampling response, a cancellation) still come in; new requests do not.
         let new_request = peek
@@ -220,7 +241,7 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             let name = peek
                 .as_ref()
                 .and_then(|p| p.params.as_ref())
-                .and_then(|p| p.name);
+                .and_then(|p| p.name.as_deref());
             let params = name.map(|name| serde_json::json!({ "name": name }));
             let access: Access = gate.registry.required_access(rpc_method, params.as_ref());
             if !principal.scopes.allows(access)
@@ -241,6 +262,14 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         }
         Request::from_parts(parts, Body::from(bytes))
     } else {
+        // The event stream of a session carries note changes: reading them is reading.
+        if method == Method::GET
+            && let Some(principal) = &principal
+            && !principal.scopes.allows(Access::Read)
+            && let Some(scope) = Scopes::needed_for(Access::Read)
+        {
+            return gate.forbidden(scope);
+        }
         Request::from_parts(parts, body)
     };
     if let Some(principal) = principal {
@@ -254,7 +283,11 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         .and_then(|v| v.to_str().ok())
         && session.is_none()
     {
-        lock(&gate.owners).insert(issued.to_owned(), user);
+        let owner = Owner {
+            user,
+            last_seen: Instant::now(),
+        };
+        lock(&gate.owners).insert(issued.to_owned(), owner);
     }
     if method == Method::DELETE
         && response.status().is_success()
@@ -270,6 +303,26 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             })
         }),
         None => response,
+    }
+}
+
+impl Gate {
+    /// Ends the sessions whose client sent nothing for the idle timeout, and forgets the
+    /// owners of sessions that ended. rmcp's own idle timer is reset by what the server
+    /// sends too, so a session that only receives notifications would never end by it.
+    pub(super) async fn end_idle_sessions(&self) {
+        let idle: Vec<String> = lock(&self.owners)
+            .iter()
+            .filter(|(_, owner)| owner.last_seen.elapsed() >= self.idle_timeout)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in idle {
+            tracing::debug!(session = %id, "ending an idle session");
+            let _ = self.sessions.close_session(&id.as_str().into()).await;
+            lock(&self.owners).remove(&id);
+        }
+        let open = self.sessions.sessions.read().await;
+        lock(&self.owners).retain(|id, _| open.contains_key(id.as_str()));
     }
 }
 

@@ -170,6 +170,7 @@ impl HttpServer {
             sessions,
             max_sessions: settings.max_sessions,
             owners: Mutex::default(),
+            idle_timeout: settings.session_idle_timeout,
             in_flight: Arc::default(),
             draining: AtomicBool::new(false),
         });
@@ -224,7 +225,18 @@ impl HttpServer {
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let stop = CancellationToken::new();
         let serving = tokio::spawn(self.listener.serve(self.router, stop.clone()));
+        let gate = Arc::clone(&self.gate);
+        let sweep_every =
+            (gate.idle_timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        let sweeping = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(sweep_every);
+            loop {
+                tick.tick().await;
+                gate.end_idle_sessions().await;
+            }
+        });
         shutdown.await;
+        sweeping.abort();
         self.gate.draining.store(true, Ordering::SeqCst);
         let drained = tokio::time::timeout(SHUTDOWN_GRACE, self.gate.in_flight.idle()).await;
         if drained.is_err() {
