@@ -215,20 +215,9 @@ impl Peer {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
     }
 
-    /// CPU time used so far by all of the server's live threads, from the scheduler's own
-    /// accounting (`/proc/PID/task/*/schedstat`, nanoseconds).
+    /// CPU time used so far by all of the server's live threads.
     pub fn cpu_time(&self) -> Duration {
-        let dir = format!("/proc/{}/task", self.child.id());
-        let mut total = 0u64;
-        for task in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
-            total += stat
-                .split_whitespace()
-                .next()
-                .and_then(|ns| ns.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-        Duration::from_nanos(total)
+        pkb_bench::cpu_time(self.child.id())
     }
 
     /// Closes stdin, which ends a stdio server, and waits for it to exit.

@@ -334,14 +334,6 @@ async fn tls_serves_https_with_the_given_certificate() {
         "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
     )
     .unwrap();
-    let openssl = |args: &[&str]| {
-        let status = std::process::Command::new("openssl")
-            .args(args)
-            .stderr(std::process::Stdio::null())
-            .status()
-            .expect("openssl runs");
-        assert!(status.success(), "openssl {args:?}");
-    };
     let ec = [
         "-newkey",
         "ec",
@@ -349,7 +341,7 @@ async fn tls_serves_https_with_the_given_certificate() {
         "ec_paramgen_curve:P-256",
         "-nodes",
     ];
-    openssl(
+    support::openssl(
         &[
             &["req", "-x509"],
             &ec[..],
@@ -366,7 +358,7 @@ async fn tls_serves_https_with_the_given_certificate() {
         ]
         .concat(),
     );
-    openssl(
+    support::openssl(
         &[
             &["req"],
             &ec[..],
@@ -381,7 +373,7 @@ async fn tls_serves_https_with_the_given_certificate() {
         ]
         .concat(),
     );
-    openssl(&[
+    support::openssl(&[
         "x509",
         "-req",
         "-in",
@@ -406,6 +398,7 @@ async fn tls_serves_https_with_the_given_certificate() {
         server.url
     );
     let pem = std::fs::read(&ca).unwrap();
+    pkb_core::transport::http::install_crypto_provider();
     let client = reqwest::Client::builder()
         .no_proxy()
         .tls_certs_only([reqwest::Certificate::from_pem(&pem).unwrap()])

@@ -38,19 +38,11 @@ impl Key {
             Algorithm::EdDSA => &["-algorithm", "ED25519"],
             other => panic!("no key for {other:?}"),
         };
-        let openssl = |args: &[&str]| {
-            let status = std::process::Command::new("openssl")
-                .args(args)
-                .stderr(std::process::Stdio::null())
-                .status()
-                .expect("openssl runs");
-            assert!(status.success(), "openssl {args:?}");
-        };
         let mut args = vec!["genpkey"];
         args.extend_from_slice(algorithm);
         args.extend(["-out", private.to_str().unwrap()]);
-        openssl(&args);
-        openssl(&[
+        support::openssl(&args);
+        support::openssl(&[
             "pkey",
             "-in",
             private.to_str().unwrap(),

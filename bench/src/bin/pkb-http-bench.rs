@@ -170,17 +170,7 @@ impl Listening {
     }
 
     fn cpu(&self) -> Duration {
-        let dir = format!("/proc/{}/task", self.child.id());
-        let mut total = 0u64;
-        for task in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
-            total += stat
-                .split_whitespace()
-                .next()
-                .and_then(|ns| ns.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-        Duration::from_nanos(total)
+        pkb_bench::cpu_time(self.child.id())
     }
 }
 

@@ -546,3 +546,14 @@ pub fn run_command(args: &[&str]) -> (std::process::ExitStatus, String, String) 
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
 }
+
+/// Runs `openssl ARGS` (keys and certificates for the tests are made with it), asserting
+/// that it succeeds.
+pub fn openssl(args: &[&str]) {
+    let status = std::process::Command::new("openssl")
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("openssl runs");
+    assert!(status.success(), "openssl {args:?}");
+}
