@@ -205,7 +205,7 @@ fn every_tool_schema_matches_its_validation() {
         probe(&tool.name, &schema, def.args);
         probed += 1;
     }
-    assert_eq!(probed, 6, "the contract's six tools are registered");
+    assert_eq!(probed, 7, "the contract's seven tools are registered");
 }
 
 #[test]

@@ -472,10 +472,12 @@ async fn listings_match_the_golden_file() {
     assert_eq!(hints("write"), (f, t, f, f));
     assert_eq!(hints("summarize"), (t, f, f, f));
     assert_eq!(hints("summarize_and_save"), (f, t, f, f));
+    assert_eq!(hints("delete"), (f, t, t, f));
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
         [
+            "delete",
             "echo",
             "fetch",
             "search",

@@ -372,3 +372,77 @@ async fn notes_persist_across_a_restart() {
     client.cancel().await.unwrap();
 }
 }
+
+both_transports! {
+#[tokio::test]
+async fn delete_removes_a_note_from_every_surface_and_tells_subscribers() {
+    let handler = RecordingClient::new(Sampling::Unsupported);
+    let client = connect_with(handler.clone(), &["--memory"]).await;
+    client
+        .subscribe(SubscribeRequestParams::new("pkb://notes/deploy-checklist"))
+        .await
+        .unwrap();
+    client
+        .subscribe(SubscribeRequestParams::new("pkb://notes"))
+        .await
+        .unwrap();
+    let saved = call(&client, "summarize_and_save", json!({"id": "deploy-checklist"})).await;
+    assert_eq!(structured(&saved)["id"], "deploy-checklist-summary");
+    let lists_before = *handler.list_changed.lock().unwrap();
+
+    let deleted = call(&client, "delete", json!({"id": "  deploy-checklist "})).await;
+    assert_eq!(
+        structured(&deleted),
+        json!({"id": "deploy-checklist", "deleted": true})
+            .as_object()
+            .unwrap()
+            .clone()
+    );
+    assert_eq!(support::text(&deleted), "deleted: deploy-checklist");
+    eventually(|| *handler.list_changed.lock().unwrap() == lists_before + 1).await;
+    eventually(|| {
+        let updated = handler.updated.lock().unwrap();
+        updated.iter().any(|u| u == "pkb://notes/deploy-checklist")
+            && updated.iter().filter(|u| *u == "pkb://notes").count() >= 2
+    })
+    .await;
+
+    let fetched = call(&client, "fetch", json!({"id": "deploy-checklist"})).await;
+    support::assert_error(&fetched, "No note found with ID: deploy-checklist");
+    let found = call(&client, "search", json!({"query": "verify health"})).await;
+    let ids: Vec<Value> = structured(&found)["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].clone())
+        .collect();
+    assert_eq!(ids, [json!("deploy-checklist-summary")], "the summary stays");
+    let listed = client.list_all_resources().await.unwrap();
+    assert!(listed.iter().all(|r| r.uri != "pkb://notes/deploy-checklist"));
+    let read = client
+        .read_resource(ReadResourceRequestParams::new("pkb://notes/deploy-checklist"))
+        .await;
+    assert!(read.is_err(), "{read:?}");
+    let completion = client
+        .complete(CompleteRequestParams::new(
+            Reference::for_resource("pkb://notes/{id}"),
+            ArgumentInfo::new("id", "deploy"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(completion.completion.values, ["deploy-checklist-summary"]);
+
+    let again = call(&client, "delete", json!({"id": "deploy-checklist"})).await;
+    support::assert_error(&again, "No note found with ID: deploy-checklist");
+    let invalid = call(&client, "delete", json!({"id": "  "})).await;
+    assert!(support::text(&invalid).starts_with("invalid arguments: id:"));
+    let rewritten = call(
+        &client,
+        "write",
+        json!({"title": "Deploy checklist", "body": "again"}),
+    )
+    .await;
+    assert_eq!(structured(&rewritten)["created"], true);
+    client.cancel().await.unwrap();
+}
+}

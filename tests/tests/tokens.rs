@@ -125,6 +125,7 @@ async fn a_read_only_token_reads_and_every_write_gets_403() {
         ),
         ("write", json!({"title": "Sneaky", "body": ""})),
         ("summarize_and_save", json!({"id": "todo"})),
+        ("delete", json!({"id": "todo"})),
     ] {
         let answer = raw.call(tool, arguments).await;
         assert_eq!(answer.status, 403, "{tool}: {answer:?}");

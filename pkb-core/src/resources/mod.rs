@@ -16,11 +16,12 @@ pub fn note_uri(id: &str) -> String {
     format!("{NOTES_URI}/{id}")
 }
 
-/// Tells subscribed clients that a note changed, and every client when a note was created.
-pub async fn announce_change(ctx: &Context, id: &str, created: bool) {
+/// Tells subscribed clients that a note changed, and every client when the list of notes
+/// changed (a note was created or deleted).
+pub async fn announce_change(ctx: &Context, id: &str, list_changed: bool) {
     ctx.resource_updated(&note_uri(id)).await;
     ctx.resource_updated(NOTES_URI).await;
-    if created {
+    if list_changed {
         ctx.resource_list_changed().await;
     }
 }

@@ -1,5 +1,6 @@
-//! The six tools of the contract, one annotated fn each.
+//! The seven tools of the contract, one annotated fn each.
 
+pub mod delete;
 pub mod echo;
 pub mod fetch;
 pub mod search;
