@@ -19,9 +19,10 @@ use serde_json::Value;
 #[derive(Debug, Parser)]
 #[command(name = "pkb-server", version, about, long_about)]
 pub struct Cli {
-    /// The store file [default: $XDG_DATA_HOME/pkb/pkb.db, else ~/.local/share/pkb/pkb.db].
-    #[arg(long, env = "PKB_DB", value_name = "PATH", global = true)]
-    pub db: Option<PathBuf>,
+    /// The store file, else $PKB_DB when set and not empty [default:
+    /// $XDG_DATA_HOME/pkb/pkb.db, else ~/.local/share/pkb/pkb.db].
+    #[arg(long, value_name = "PATH", global = true)]
+    db: Option<PathBuf>,
     /// Keep notes in memory only: nothing is written to disk, everything is gone at exit.
     /// Takes precedence over --db and PKB_DB.
     #[arg(long, global = true)]
@@ -81,6 +82,18 @@ pub struct Cli {
     /// What to do instead of serving MCP.
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+impl Cli {
+    /// `--db`, else `PKB_DB`. An empty `PKB_DB` counts as unset, as an empty `XDG_DATA_HOME`
+    /// does: `PKB_DB= pkb-server` is how a shell clears it for one command.
+    pub fn db(&self) -> Option<PathBuf> {
+        self.db.clone().or_else(|| {
+            std::env::var_os("PKB_DB")
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from)
+        })
+    }
 }
 
 /// Subcommands for use at a terminal. `tools` and `call` go through the same registry and

@@ -91,8 +91,8 @@ fn open_store(cli: &Cli) -> Result<Store, String> {
     if cli.memory {
         return Store::open_in_memory(seed).map_err(|e| e.to_string());
     }
-    let path = match &cli.db {
-        Some(path) => path.clone(),
+    let path = match cli.db() {
+        Some(path) => path,
         None => Store::default_path().map_err(|e| e.to_string())?,
     };
     let maintenance = matches!(cli.command, Some(Command::Check | Command::Reindex));
@@ -156,7 +156,7 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
     let mut _upkeep = None;
     let mut _idle_close = None;
     let template = if auth.required() {
-        if cli.db.is_some() {
+        if cli.db().is_some() {
             return fail(
                 "with --auth tokens or oauth each user's notes live under --data-dir; --db (or PKB_DB) names a single store",
             );

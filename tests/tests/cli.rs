@@ -25,6 +25,7 @@ fn tools_lists_every_tool_with_its_arguments() {
         "write",
         "summarize",
         "summarize_and_save",
+        "delete",
     ] {
         assert!(text.lines().any(|l| l == name), "{name} in {text}");
     }
@@ -166,4 +167,24 @@ fn check_finds_a_store_out_of_step_and_reindex_mends_it() {
     );
     assert!(!std::path::Path::new(&missing).exists());
     assert!(String::from_utf8_lossy(&output.stderr).contains("no store at"));
+}
+
+#[test]
+fn an_empty_pkb_db_counts_as_unset() {
+    let data = tempfile::tempdir().unwrap();
+    let output = Command::new(support::server_binary())
+        .args(["call", "fetch", r#"{"id": "todo"}"#])
+        .env("PKB_DB", "")
+        .env("XDG_DATA_HOME", data.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        data.path().join("pkb").join("pkb.db").exists(),
+        "the default store was used"
+    );
 }

@@ -342,3 +342,32 @@ async fn right_to_left_marks_and_four_byte_characters_count_as_one_each() {
     client.cancel().await.unwrap();
 }
 }
+
+both_transports! {
+#[tokio::test]
+async fn separators_bidi_overrides_and_invisible_titles_are_refused() {
+    let client = connect_memory().await;
+    for (title, rule) in [
+        ("one\u{2028}two", "must be one line without control characters"),
+        ("one\u{2029}two", "must be one line without control characters"),
+        ("\u{202e}gpj.exe", "must not hold bidirectional overrides or isolates (U+202A to U+202E, U+2066 to U+2069)"),
+        ("a\u{2066}b\u{2069}", "must not hold bidirectional overrides or isolates (U+202A to U+202E, U+2066 to U+2069)"),
+        ("\u{200B}", "must hold a visible character"),
+        ("\u{FEFF}\u{200B}\u{2060}", "must hold a visible character"),
+    ] {
+        let result = call(&client, "write", json!({"title": title, "body": ""})).await;
+        assert_error(&result, &format!("invalid arguments: title: {rule}"));
+    }
+    // Every tool's single_line arguments get the rules: each tag too.
+    let tagged = call(
+        &client,
+        "write",
+        json!({"title": "Tagged", "body": "", "tags": ["ok", "\u{200B}"]}),
+    )
+    .await;
+    assert_error(&tagged, "invalid arguments: tags[1]: must hold a visible character");
+    let listed = structured(&call(&client, "search", json!({"query": "gpj"})).await);
+    assert_eq!(listed["results"], json!([]), "nothing was written");
+    client.cancel().await.unwrap();
+}
+}

@@ -224,8 +224,8 @@ fn check_text(
             format!("must be at most {}", plural(max, "character")),
         );
     }
-    if single_line && text.chars().any(char::is_control) {
-        invalid.push(field, "must be one line without control characters");
+    if single_line && let Some(problem) = super::text::single_line_problem(text) {
+        invalid.push(field, problem);
     }
 }
 

@@ -10,4 +10,5 @@ pub mod prompt;
 pub mod registry;
 pub mod resource;
 pub mod schema;
+pub mod text;
 pub mod tool;

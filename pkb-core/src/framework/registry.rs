@@ -334,6 +334,7 @@ mod tests {
         assert_eq!(
             tools,
             [
+                "delete",
                 "echo",
                 "fetch",
                 "search",

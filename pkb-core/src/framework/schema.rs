@@ -82,9 +82,13 @@ pub fn input_schema(specs: &[ArgSpec]) -> Arc<JsonObject> {
     Arc::new(schema)
 }
 
-/// What `single_line` forbids, as an ECMA-262 pattern: the C0 and C1 control characters
-/// and DEL, exactly the characters `char::is_control` rejects.
-pub const SINGLE_LINE_PATTERN: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$";
+/// What `single_line` forbids, as an ECMA-262 pattern: the C0 and C1 control characters and
+/// DEL (what `char::is_control` rejects), the line and paragraph separators, and the
+/// bidirectional overrides and isolates. That a value must hold a visible character (see
+/// [`super::text`]) is checked but not in the pattern: clients' regex engines differ too
+/// much on Unicode categories for a schema to say it.
+pub const SINGLE_LINE_PATTERN: &str =
+    "^[^\\u0000-\\u001F\\u007F-\\u009F\\u2028\\u2029\\u202A-\\u202E\\u2066-\\u2069]*$";
 
 /// Integers stay integers in the schema (`50`, not `50.0`).
 fn number(n: f64) -> Value {

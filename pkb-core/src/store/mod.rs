@@ -586,10 +586,8 @@ fn validate(draft: NoteDraft) -> Result<NoteDraft, StoreError> {
             "title must be 1 to {TITLE_MAX_CHARS} characters after trimming"
         )));
     }
-    if title.chars().any(char::is_control) {
-        return Err(StoreError::Invalid(
-            "title must be one line without control characters".to_owned(),
-        ));
+    if let Some(problem) = crate::framework::text::single_line_problem(title) {
+        return Err(StoreError::Invalid(format!("title {problem}")));
     }
     let tags = normalize_tags(&draft.tags);
     if tags.len() > TAGS_MAX {
