@@ -96,9 +96,19 @@ fn open_store(cli: &Cli) -> Result<Store, String> {
         None => Store::default_path().map_err(|e| e.to_string())?,
     };
     let maintenance = matches!(cli.command, Some(Command::Check | Command::Reindex));
-    if maintenance && !path.exists() {
-        // Looking after a store must not create one (a mistyped --db would pass the check).
-        return Err(format!("no store at {}", path.display()));
+    // Looking after a store must not create one: a mistyped --db would pass the check, and
+    // a 0-byte file (what a first start on a full disk leaves) would become a seeded store.
+    if maintenance {
+        match std::fs::metadata(&path) {
+            Err(_) => return Err(format!("no store at {}", path.display())),
+            Ok(metadata) if metadata.len() == 0 => {
+                return Err(format!(
+                    "no store at {}: the file is empty (0 bytes); remove it, and a server will make a new store there",
+                    path.display()
+                ));
+            }
+            Ok(_) => {}
+        }
     }
     tracing::info!(path = %path.display(), "opening the note store");
     Store::open(&path, seed).map_err(|e| e.to_string())

@@ -167,6 +167,24 @@ fn check_finds_a_store_out_of_step_and_reindex_mends_it() {
     );
     assert!(!std::path::Path::new(&missing).exists());
     assert!(String::from_utf8_lossy(&output.stderr).contains("no store at"));
+
+    // A 0-byte file is no store either: neither command seeds it.
+    let empty = format!("{path}.empty");
+    std::fs::write(&empty, b"").unwrap();
+    for command in ["check", "reindex"] {
+        let output = pkb(&["--db", &empty, command]);
+        assert!(!output.status.success(), "{command} on an empty file");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("no store at") && stderr.contains("empty"),
+            "{stderr}"
+        );
+        assert_eq!(
+            std::fs::metadata(&empty).unwrap().len(),
+            0,
+            "{command} left it alone"
+        );
+    }
 }
 
 #[test]
