@@ -51,5 +51,6 @@ pub mod server;
 pub mod summary;
 pub mod tools;
 pub mod transport;
+pub mod vault;
 
 pub use server::PkbServer;

@@ -144,6 +144,35 @@ pub fn now_rfc3339() -> String {
     format_rfc3339(time::OffsetDateTime::now_utc())
 }
 
+/// A date and time as a store keeps it (RFC 3339, UTC, milliseconds), from what a person or
+/// another tool wrote: RFC 3339 with any offset, `YYYY-MM-DD HH:MM[:SS]` (taken as UTC), or a
+/// date alone (midnight UTC). `None` when the text is none of these.
+///
+/// ```
+/// use pkb_core::note::canonical_timestamp;
+/// assert_eq!(canonical_timestamp("2024-03-01T10:00:00+01:00").as_deref(), Some("2024-03-01T09:00:00.000Z"));
+/// assert_eq!(canonical_timestamp("2024-03-01").as_deref(), Some("2024-03-01T00:00:00.000Z"));
+/// assert_eq!(canonical_timestamp("yesterday"), None);
+/// ```
+pub fn canonical_timestamp(text: &str) -> Option<String> {
+    use time::format_description::well_known::Rfc3339;
+    use time::macros::format_description;
+    let text = text.trim();
+    if let Ok(t) = time::OffsetDateTime::parse(text, &Rfc3339) {
+        return Some(format_rfc3339(t.to_offset(time::UtcOffset::UTC)));
+    }
+    let with_seconds = format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
+    let with_minutes = format_description!("[year]-[month]-[day] [hour]:[minute]");
+    for form in [with_seconds, with_minutes] {
+        if let Ok(t) = time::PrimitiveDateTime::parse(text, form) {
+            return Some(format_rfc3339(t.assume_utc()));
+        }
+    }
+    time::Date::parse(text, format_description!("[year]-[month]-[day]"))
+        .ok()
+        .map(|date| format_rfc3339(date.midnight().assume_utc()))
+}
+
 /// Formats by hand so that the shape never varies: a fixed three-digit fraction and `Z`.
 fn format_rfc3339(t: time::OffsetDateTime) -> String {
     format!(

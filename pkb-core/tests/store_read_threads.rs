@@ -5,7 +5,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use pkb_core::store::{
-    NoteBackend, NoteDraft, NoteSummary, PutMode, PutOutcome, SearchHit, Store, StoreError,
+    NoteBackend, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome, SearchHit, Store,
+    StoreError,
 };
 
 /// A backend whose `get("boom")` panics, whose `search` waits until the gate opens, and which
@@ -33,13 +34,24 @@ impl NoteBackend for Scripted {
     fn put(&self, _: NoteDraft, _: PutMode) -> Result<PutOutcome, StoreError> {
         Ok(PutOutcome::Exists)
     }
-    fn put_many(&self, _: Vec<NoteDraft>, _: PutMode) -> Result<Vec<PutOutcome>, StoreError> {
+    fn put_dated(
+        &self,
+        _: Vec<(NoteDraft, NoteDates)>,
+        _: PutMode,
+    ) -> Result<Vec<PutOutcome>, StoreError> {
         Ok(Vec::new())
     }
     fn delete(&self, _: &str) -> Result<bool, StoreError> {
         Ok(false)
     }
     fn list(&self, _: Option<&str>, _: usize) -> Result<Vec<NoteSummary>, StoreError> {
+        Ok(Vec::new())
+    }
+    fn list_with_bodies(
+        &self,
+        _: Option<&str>,
+        _: usize,
+    ) -> Result<Vec<pkb_core::note::Note>, StoreError> {
         Ok(Vec::new())
     }
     fn count(&self) -> Result<u64, StoreError> {

@@ -79,6 +79,11 @@ pub struct Cli {
     /// The audience access tokens must name [default: <public-url>/mcp].
     #[arg(long, value_name = "VALUE", requires = "oauth_issuer")]
     pub oauth_audience: Option<String>,
+    /// Use the store of this user under the data directory (a token's NAME, or with
+    /// --oauth-issuer the subject of that issuer's tokens): for import, export, check,
+    /// reindex, call, or serving that user's notes on stdio.
+    #[arg(long, value_name = "NAME", global = true)]
+    pub user: Option<String>,
     /// What to do instead of serving MCP.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -97,7 +102,8 @@ impl Cli {
 }
 
 /// Subcommands for use at a terminal. `tools` and `call` go through the same registry and
-/// validation as the protocol; `check` and `reindex` look after the store file.
+/// validation as the protocol; `check` and `reindex` look after the store file; `import` and
+/// `export` move notes in and out as Markdown.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List the tools with their arguments.
@@ -122,6 +128,26 @@ pub enum Command {
     /// newer one upgraded it. Stop the servers using the file first: the rebuild is one
     /// transaction (about 35 s per 100,000 notes), and their writes give up after 5 s.
     Reindex,
+    /// Import every Markdown file under DIR (an Obsidian vault, say) as one note each.
+    ///
+    /// The title comes from YAML front matter `title`, else the first `# ` heading, else the
+    /// file name; tags from front matter `tags`; `created` and `updated` when given. Hidden
+    /// files and folders are skipped. Each file passes the rules of `write`; a file that
+    /// breaks one is refused and named, and nothing of it is written. A new store is made
+    /// without the example notes. Exits non-zero when any file was refused.
+    Import {
+        /// The folder to read.
+        dir: PathBuf,
+        /// Replace notes whose id exists, instead of skipping those files.
+        #[arg(long)]
+        overwrite: bool,
+    },
+    /// Export every note as DIR/<id>.md: YAML front matter (id, title, tags, created,
+    /// updated), then the body. `import` reads it back unchanged.
+    Export {
+        /// The folder to write; made when missing. Files of the same name are replaced.
+        dir: PathBuf,
+    },
     /// Make, list or revoke the bearer tokens of --auth tokens.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -301,7 +327,7 @@ async fn checked_count(store: &Store) -> Result<u64, StoreError> {
 
 /// Terminal output for the subcommands; the protocol path never comes here.
 #[allow(clippy::print_stdout)]
-fn print_out(text: &str) -> ExitCode {
+pub(crate) fn print_out(text: &str) -> ExitCode {
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
@@ -312,7 +338,7 @@ fn print_out(text: &str) -> ExitCode {
     }
 }
 
-fn error_out(message: &str) -> ExitCode {
+pub(crate) fn error_out(message: &str) -> ExitCode {
     eprintln!("{message}");
     ExitCode::FAILURE
 }

@@ -1,5 +1,5 @@
 //! `pkb-server`: the PKB MCP server over stdio or Streamable HTTP, plus terminal commands
-//! (`tools`, `call`, `check`, `reindex`, `token`). It only parses flags, opens the store,
+//! (`tools`, `call`, `check`, `reindex`, `import`, `export`, `token`). It only parses flags, opens the store,
 //! collects what `pkb-core` declares and starts the transport; everything else lives in
 //! `pkb-core`.
 
@@ -7,13 +7,14 @@
 #![deny(clippy::print_stdout)]
 
 mod cli;
+mod vault_commands;
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use pkb_core::auth::{Authenticator, JwtVerifier, OAuthSettings, TokenVerifier};
+use pkb_core::auth::{Authenticator, JwtVerifier, OAuthSettings, TokenVerifier, User};
 use pkb_core::framework::changes::ChangeHub;
 use pkb_core::store::Store;
 use pkb_core::store::per_user::{IDLE_CLOSE, UserStores};
@@ -68,10 +69,10 @@ async fn run(cli: Cli) -> ExitCode {
     if cli.http.is_some() && cli.command.is_none() {
         return serve_http(cli, registry).await;
     }
-    if cli.oauth_issuer.is_some() {
-        return fail("--oauth-issuer needs --http ADDR and --auth oauth");
+    if cli.oauth_issuer.is_some() && cli.user.is_none() {
+        return fail("--oauth-issuer needs --http ADDR and --auth oauth, or --user NAME");
     }
-    let store = match open_store(&cli) {
+    let store = match open_store(&cli).await {
         Ok(store) => store,
         Err(message) => return fail(&message),
     };
@@ -81,21 +82,44 @@ async fn run(cli: Cli) -> ExitCode {
         }
         Some(Command::Check) => cli::check(&store).await,
         Some(Command::Reindex) => cli::reindex(&store).await,
+        Some(Command::Import { dir, overwrite }) => {
+            vault_commands::import(&store, &registry, &dir, overwrite).await
+        }
+        Some(Command::Export { dir }) => vault_commands::export(&store, &dir).await,
         Some(Command::Tools | Command::Token(_)) => unreachable!("handled above"),
         None => serve(registry, store, Duration::from_secs(cli.sampling_timeout)).await,
     }
 }
 
-fn open_store(cli: &Cli) -> Result<Store, String> {
-    let seed = !cli.no_seed;
+/// The store the flags name: `--memory`, `--user` under the data directory, `--db`, or the
+/// default file.
+async fn open_store(cli: &Cli) -> Result<Store, String> {
+    // An import fills a new store with the user's own notes, not the examples.
+    let seed = !cli.no_seed && !matches!(cli.command, Some(Command::Import { .. }));
     if cli.memory {
         return Store::open_in_memory(seed).map_err(|e| e.to_string());
     }
-    let path = match cli.db() {
-        Some(path) => path,
-        None => Store::default_path().map_err(|e| e.to_string())?,
+    let user = cli.user.as_deref().map(|name| match &cli.oauth_issuer {
+        Some(issuer) => User::oauth_user(issuer, name),
+        None => User::token_user(name),
+    });
+    let path = match &user {
+        Some(_) if cli.db().is_some() => {
+            return Err(
+                "--user picks a user's store under --data-dir; --db (or PKB_DB) names a single store"
+                    .to_owned(),
+            );
+        }
+        Some(user) => UserStores::path_in(&data_dir(cli)?, user),
+        None => match cli.db() {
+            Some(path) => path,
+            None => Store::default_path().map_err(|e| e.to_string())?,
+        },
     };
-    let maintenance = matches!(cli.command, Some(Command::Check | Command::Reindex));
+    let maintenance = matches!(
+        cli.command,
+        Some(Command::Check | Command::Reindex | Command::Export { .. })
+    );
     // Looking after a store must not create one: a mistyped --db would pass the check, and
     // a 0-byte file (what a first start on a full disk leaves) would become a seeded store.
     if maintenance {
@@ -111,7 +135,14 @@ fn open_store(cli: &Cli) -> Result<Store, String> {
         }
     }
     tracing::info!(path = %path.display(), "opening the note store");
-    Store::open(&path, seed).map_err(|e| e.to_string())
+    match &user {
+        // The users' folder is made private as a server makes it.
+        Some(user) => UserStores::in_dir(&data_dir(cli)?, seed)
+            .store_for(user)
+            .await
+            .map_err(|e| e.to_string()),
+        None => Store::open(&path, seed).map_err(|e| e.to_string()),
+    }
 }
 
 /// `--data-dir`, else the default data directory.
@@ -131,6 +162,11 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
     let Some(bind) = cli.http else {
         return fail("--http ADDR is required");
     };
+    if cli.user.is_some() {
+        return fail(
+            "--user picks one user's store for stdio and the terminal commands; over HTTP each request's user comes from --auth",
+        );
+    }
     if cli.auth != AuthMode::Oauth && cli.oauth_issuer.is_some() {
         return fail("--oauth-issuer needs --auth oauth");
     }
@@ -183,7 +219,7 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
         _idle_close = Some(UserStores::spawn_idle_close(&users, IDLE_CLOSE));
         PkbServer::per_user(registry, users)
     } else {
-        let store = match open_store(&cli) {
+        let store = match open_store(&cli).await {
             Ok(store) => store,
             Err(message) => return fail(&message),
         };

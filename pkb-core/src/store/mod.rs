@@ -33,8 +33,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::note::{
-    BODY_MAX_CHARS, Note, TAG_MAX_CHARS, TAGS_MAX, TITLE_MAX_CHARS, derive_id, is_valid_id,
-    normalize_tags,
+    BODY_MAX_CHARS, Note, TAG_MAX_CHARS, TAGS_MAX, TITLE_MAX_CHARS, canonical_timestamp, derive_id,
+    is_valid_id, normalize_tags,
 };
 
 /// A boxed error from the backend, kept as the `source` of a [`StoreError`].
@@ -133,6 +133,16 @@ impl NoteDraft {
             body: body.into(),
         }
     }
+}
+
+/// The dates a note brings with it, as an import does; see [`Store::put_dated`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NoteDates {
+    /// `created_at` to store (RFC 3339); `None` keeps a replaced note's, and gives a new note
+    /// its `updated_at`.
+    pub created_at: Option<String>,
+    /// `updated_at` to store (RFC 3339); `None` means now.
+    pub updated_at: Option<String>,
 }
 
 /// What [`Store::put`] does when the id already exists.
@@ -244,11 +254,23 @@ pub trait NoteBackend: Send + Sync {
         &self,
         drafts: Vec<NoteDraft>,
         mode: PutMode,
+    ) -> Result<Vec<PutOutcome>, StoreError> {
+        let undated = drafts.into_iter().map(|d| (d, NoteDates::default()));
+        self.put_dated(undated.collect(), mode)
+    }
+    /// Saves several notes with the dates they bring, in one atomic transaction; outcomes in
+    /// the order given. Dates reaching it are in the store's own RFC 3339 form.
+    fn put_dated(
+        &self,
+        notes: Vec<(NoteDraft, NoteDates)>,
+        mode: PutMode,
     ) -> Result<Vec<PutOutcome>, StoreError>;
     /// Deletes a note; whether it existed.
     fn delete(&self, id: &str) -> Result<bool, StoreError>;
     /// Up to `limit` notes with ids greater than `after`, sorted by id.
     fn list(&self, after: Option<&str>, limit: usize) -> Result<Vec<NoteSummary>, StoreError>;
+    /// Up to `limit` whole notes with ids greater than `after`, sorted by id.
+    fn list_with_bodies(&self, after: Option<&str>, limit: usize) -> Result<Vec<Note>, StoreError>;
     /// How many notes there are.
     fn count(&self) -> Result<u64, StoreError>;
     /// Full-text search; see [`Store::search`].
@@ -413,6 +435,24 @@ impl Store {
         self.write(move |b| b.put_many(drafts, mode)).await
     }
 
+    /// Saves several notes, each with the dates it brings, in one transaction: all or none.
+    /// What an import uses, so that an exported store comes back with its history.
+    ///
+    /// Dates are read with [`canonical_timestamp`] and stored in its form; a date it cannot
+    /// read, or an `updated_at` before the `created_at`, is refused with
+    /// [`StoreError::Invalid`], as a draft outside the limits is.
+    pub async fn put_dated(
+        &self,
+        notes: Vec<(NoteDraft, NoteDates)>,
+        mode: PutMode,
+    ) -> Result<Vec<PutOutcome>, StoreError> {
+        let notes = notes
+            .into_iter()
+            .map(|(draft, dates)| Ok((validate(draft)?, validate_dates(dates)?)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        self.write(move |b| b.put_dated(notes, mode)).await
+    }
+
     /// Deletes a note; whether it existed.
     pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
         let id = id.to_owned();
@@ -428,6 +468,18 @@ impl Store {
     ) -> Result<Vec<NoteSummary>, StoreError> {
         let after = after.map(str::to_owned);
         self.read(move |b| b.list(after.as_deref(), limit)).await
+    }
+
+    /// Up to `limit` whole notes with ids greater than `after`, sorted by id: [`Store::list`]
+    /// with bodies and both dates, for an export.
+    pub async fn list_with_bodies(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Note>, StoreError> {
+        let after = after.map(str::to_owned);
+        self.read(move |b| b.list_with_bodies(after.as_deref(), limit))
+            .await
     }
 
     /// How many notes there are.
@@ -610,6 +662,33 @@ fn validate(draft: NoteDraft) -> Result<NoteDraft, StoreError> {
         title: title.to_owned(),
         tags,
         body: draft.body,
+    })
+}
+
+/// Puts both dates in the store's form, refusing what is not a date or runs backwards.
+fn validate_dates(dates: NoteDates) -> Result<NoteDates, StoreError> {
+    let canonical = |field: &str, value: Option<String>| {
+        value
+            .map(|text| {
+                canonical_timestamp(&text).ok_or_else(|| {
+                    StoreError::Invalid(format!("{field} must be an RFC 3339 date and time"))
+                })
+            })
+            .transpose()
+    };
+    let created_at = canonical("created_at", dates.created_at)?;
+    let updated_at = canonical("updated_at", dates.updated_at)?;
+    if let (Some(created), Some(updated)) = (&created_at, &updated_at) {
+        // One fixed shape, so text order is time order.
+        if updated < created {
+            return Err(StoreError::Invalid(
+                "updated_at must not be before created_at".to_owned(),
+            ));
+        }
+    }
+    Ok(NoteDates {
+        created_at,
+        updated_at,
     })
 }
 

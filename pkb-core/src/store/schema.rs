@@ -268,7 +268,14 @@ pub(super) fn upgrade(conn: &Connection, from: i64, seed: bool) -> rusqlite::Res
             let now = crate::note::now_rfc3339();
             for (id, title, tags, body) in SEED {
                 let tags: Vec<String> = tags.iter().map(|t| (*t).to_owned()).collect();
-                super::sqlite::insert_row(conn, id, title, &tags, body, &now)?;
+                super::sqlite::insert_row(
+                    conn,
+                    id,
+                    title,
+                    &tags,
+                    body,
+                    super::sqlite::Stamps::now(&now),
+                )?;
             }
         }
     }

@@ -22,8 +22,8 @@ use super::page_check::{self, PageCheck, Verdict};
 use super::rank_function;
 use super::schema::{self, Depth, FileState, InspectError, SCHEMA_VERSION};
 use super::{
-    DamageCheck, NoteBackend, NoteDraft, NoteSummary, PutMode, PutOutcome, SearchHit, StoreError,
-    StoreOptions, query, ranked, terms,
+    DamageCheck, NoteBackend, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome, SearchHit,
+    StoreError, StoreOptions, query, ranked, terms,
 };
 use crate::note::{Note, normalize_tags, now_rfc3339};
 
@@ -675,13 +675,20 @@ pub(super) fn insert_row(
     title: &str,
     tags: &[String],
     body: &str,
-    now: &str,
+    stamps: Stamps<'_>,
 ) -> rusqlite::Result<i64> {
     let tags_json = tags_to_json(tags.iter().map(String::as_str));
     conn.prepare_cached(
-        "INSERT INTO notes (id, title, tags, body, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+        "INSERT INTO notes (id, title, tags, body, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
-    .execute(params![id, title, tags_json, body, now])?;
+    .execute(params![
+        id,
+        title,
+        tags_json,
+        body,
+        stamps.created.unwrap_or(stamps.updated),
+        stamps.updated
+    ])?;
     let seq = conn.last_insert_rowid();
     index_row(conn, seq, title, &tags_json, body, tags)?;
     Ok(seq)
@@ -746,12 +753,31 @@ fn stored_row(conn: &Connection, id: &str) -> rusqlite::Result<Option<StoredRow>
         .optional()
 }
 
+/// The dates one put stores.
+#[derive(Clone, Copy)]
+pub(super) struct Stamps<'a> {
+    /// `created_at`; `None` keeps a replaced note's, and gives a new note `updated`.
+    pub created: Option<&'a str>,
+    /// `updated_at`.
+    pub updated: &'a str,
+}
+
+impl<'a> Stamps<'a> {
+    /// A save made now.
+    pub fn now(now: &'a str) -> Self {
+        Stamps {
+            created: None,
+            updated: now,
+        }
+    }
+}
+
 /// One put inside the caller's transaction.
 fn put_in(
     tx: &Connection,
     draft: NoteDraft,
     mode: PutMode,
-    now: &str,
+    stamps: Stamps<'_>,
 ) -> rusqlite::Result<PutOutcome> {
     let old = stored_row(tx, &draft.id)?;
     let replaceable = |old: &StoredRow| match mode {
@@ -765,10 +791,18 @@ fn put_in(
         Some(old) => {
             unindex_row(tx, &old)?;
             let tags_json = tags_to_json(draft.tags.iter().map(String::as_str));
+            let created_at = stamps.created.map_or(old.created_at, str::to_owned);
             tx.prepare_cached(
-                "UPDATE notes SET title = ?2, tags = ?3, body = ?4, updated_at = ?5 WHERE seq = ?1",
+                "UPDATE notes SET title = ?2, tags = ?3, body = ?4, created_at = ?5, updated_at = ?6 WHERE seq = ?1",
             )?
-            .execute(params![old.seq, draft.title, tags_json, draft.body, now])?;
+            .execute(params![
+                old.seq,
+                draft.title,
+                tags_json,
+                draft.body,
+                created_at,
+                stamps.updated
+            ])?;
             index_row(
                 tx,
                 old.seq,
@@ -782,19 +816,26 @@ fn put_in(
                 title: draft.title,
                 tags: draft.tags,
                 body: draft.body,
-                created_at: old.created_at,
-                updated_at: now.to_owned(),
+                created_at,
+                updated_at: stamps.updated.to_owned(),
             }))
         }
         None => {
-            insert_row(tx, &draft.id, &draft.title, &draft.tags, &draft.body, now)?;
+            insert_row(
+                tx,
+                &draft.id,
+                &draft.title,
+                &draft.tags,
+                &draft.body,
+                stamps,
+            )?;
             Ok(PutOutcome::Created(Note {
                 id: draft.id,
                 title: draft.title,
                 tags: draft.tags,
                 body: draft.body,
-                created_at: now.to_owned(),
-                updated_at: now.to_owned(),
+                created_at: stamps.created.unwrap_or(stamps.updated).to_owned(),
+                updated_at: stamps.updated.to_owned(),
             }))
         }
     }
@@ -847,19 +888,27 @@ impl NoteBackend for SqliteBackend {
     }
 
     fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
-        self.write("save a note", |tx| put_in(tx, draft, mode, &now_rfc3339()))
+        self.write("save a note", |tx| {
+            put_in(tx, draft, mode, Stamps::now(&now_rfc3339()))
+        })
     }
 
-    fn put_many(
+    fn put_dated(
         &self,
-        drafts: Vec<NoteDraft>,
+        notes: Vec<(NoteDraft, NoteDates)>,
         mode: PutMode,
     ) -> Result<Vec<PutOutcome>, StoreError> {
         self.write("save notes", |tx| {
             let now = now_rfc3339();
-            drafts
+            notes
                 .into_iter()
-                .map(|draft| put_in(tx, draft, mode, &now))
+                .map(|(draft, dates)| {
+                    let stamps = Stamps {
+                        created: dates.created_at.as_deref(),
+                        updated: dates.updated_at.as_deref().unwrap_or(&now),
+                    };
+                    put_in(tx, draft, mode, stamps)
+                })
                 .collect()
         })
     }
@@ -889,6 +938,16 @@ impl NoteBackend for SqliteBackend {
                     updated_at: row.get(3)?,
                 })
             })?
+            .collect()
+        })
+    }
+
+    fn list_with_bodies(&self, after: Option<&str>, limit: usize) -> Result<Vec<Note>, StoreError> {
+        self.read("list notes", |conn| {
+            conn.prepare_cached(
+                "SELECT id, title, tags, body, created_at, updated_at FROM notes WHERE id > ?1 ORDER BY id LIMIT ?2",
+            )?
+            .query_map(params![after.unwrap_or(""), sql_limit(limit)], note_from_row)?
             .collect()
         })
     }

@@ -278,6 +278,76 @@ async fn put_many_is_all_or_nothing() {
 }
 
 #[tokio::test]
+async fn put_dated_keeps_the_dates_it_brings() {
+    let store = empty();
+    let dates = |created: Option<&str>, updated: Option<&str>| NoteDates {
+        created_at: created.map(str::to_owned),
+        updated_at: updated.map(str::to_owned),
+    };
+    let outcomes = store
+        .put_dated(
+            vec![
+                (
+                    draft("a", "A", &[], ""),
+                    dates(Some("2024-03-01T10:00:00+01:00"), Some("2024-03-02")),
+                ),
+                (draft("b", "B", &[], ""), dates(None, None)),
+            ],
+            PutMode::CreateOnly,
+        )
+        .await
+        .unwrap();
+    let PutOutcome::Created(a) = &outcomes[0] else {
+        panic!("{outcomes:?}")
+    };
+    assert_eq!(a.created_at, "2024-03-01T09:00:00.000Z");
+    assert_eq!(a.updated_at, "2024-03-02T00:00:00.000Z");
+    assert_eq!(store.get("a").await.unwrap().as_ref(), Some(a));
+    let b = store.get("b").await.unwrap().unwrap();
+    assert_eq!(b.created_at, b.updated_at, "no dates: now, for both");
+
+    // Replacing without a created date keeps the note's own.
+    store
+        .put_dated(
+            vec![(draft("a", "A2", &[], ""), dates(None, Some("2025-01-01")))],
+            PutMode::Replace,
+        )
+        .await
+        .unwrap();
+    let replaced = store.get("a").await.unwrap().unwrap();
+    assert_eq!(replaced.created_at, "2024-03-01T09:00:00.000Z");
+    assert_eq!(replaced.updated_at, "2025-01-01T00:00:00.000Z");
+
+    for (created, updated, rule) in [
+        (
+            Some("soon"),
+            None,
+            "created_at must be an RFC 3339 date and time",
+        ),
+        (
+            Some("2024-02-01"),
+            Some("2024-01-01"),
+            "updated_at must not be before created_at",
+        ),
+    ] {
+        let refused = store
+            .put_dated(
+                vec![
+                    (draft("c", "C", &[], ""), dates(None, None)),
+                    (draft("d", "D", &[], ""), dates(created, updated)),
+                ],
+                PutMode::CreateOnly,
+            )
+            .await;
+        assert!(
+            matches!(&refused, Err(StoreError::Invalid(text)) if text == rule),
+            "{refused:?}"
+        );
+        assert_eq!(store.get("c").await.unwrap(), None, "all or nothing");
+    }
+}
+
+#[tokio::test]
 async fn get_is_exact() {
     let store = with_notes(&[("deploy", "Deploy", &[], "")]).await;
     assert!(store.get("deploy").await.unwrap().is_some());

@@ -1,0 +1,426 @@
+//! `import`: every Markdown file under a folder becomes a note, through `write`'s own rules.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use super::NOTE_EXTENSION;
+use super::front_matter;
+use crate::framework::args::validate_args;
+use crate::note::{canonical_timestamp, derive_id, is_valid_id, normalize_tags};
+use crate::store::{NoteDates, NoteDraft, PutMode, PutOutcome, Store, StoreError};
+use crate::{ArgSpec, Registry};
+
+/// Notes saved per transaction: one fsync for each batch, small enough that a batch's work
+/// never holds the write lock for long against a running server.
+const BATCH: usize = 500;
+
+/// A file larger than this cannot be a note (a body holds at most 10,000 characters, 40 KB),
+/// so it is refused without being read whole.
+const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// What became of one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileOutcome {
+    /// A new note with this id.
+    Imported(String),
+    /// This id existed and was replaced (`--overwrite`).
+    Replaced(String),
+    /// This id existed and was left alone.
+    Skipped(String),
+    /// Nothing was written; the rule it broke.
+    Refused(String),
+}
+
+/// One file of the folder, by path, and its outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportedFile {
+    /// The file, as found under the folder given.
+    pub path: PathBuf,
+    /// What became of it.
+    pub outcome: FileOutcome,
+}
+
+/// Every file an import looked at, in the order found (sorted by name within each folder).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    /// Each file and its outcome.
+    pub files: Vec<ImportedFile>,
+}
+
+impl ImportReport {
+    /// How many files had an outcome like `matches`.
+    pub fn count(&self, matches: fn(&FileOutcome) -> bool) -> usize {
+        self.files.iter().filter(|f| matches(&f.outcome)).count()
+    }
+
+    /// Whether any file was refused.
+    pub fn any_refused(&self) -> bool {
+        self.count(|o| matches!(o, FileOutcome::Refused(_))) > 0
+    }
+}
+
+/// Why an import stopped before the end. Batches committed before the failure stay imported.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The folder cannot be read.
+    #[error("cannot read {}: {reason}", .path.display())]
+    Folder {
+        /// The folder given.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The store failed; the report holds what was done before.
+    #[error("the store failed after {} files: {source}", .done.files.len())]
+    Store {
+        /// The files handled before the failure.
+        done: ImportReport,
+        /// The failure.
+        source: StoreError,
+    },
+}
+
+/// A file read and checked, ready to save.
+struct Candidate {
+    draft: NoteDraft,
+    dates: NoteDates,
+}
+
+/// Imports every `*.md` file under `dir` into `store`, skipping hidden files and folders.
+///
+/// Each file passes the `write` tool's argument rules (the declarations in `registry`, so the
+/// limits are stated once), then the id and dates rules; a file that breaks one is refused and
+/// writes nothing. An id that exists is skipped, or replaced when `overwrite`. `progress` is
+/// told `(files handled, files found)` as the import goes.
+pub async fn import_dir(
+    store: &Store,
+    registry: &Registry,
+    dir: &Path,
+    overwrite: bool,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<ImportReport, ImportError> {
+    let write_args = registry
+        .tool("write")
+        .map(|tool| tool.args)
+        .ok_or_else(|| ImportError::Folder {
+            path: dir.to_owned(),
+            reason: "this server has no `write` tool to import through".to_owned(),
+        })?;
+    let root = dir.to_owned();
+    let found = tokio::task::spawn_blocking(move || find_notes(&root))
+        .await
+        .map_err(|error| ImportError::Folder {
+            path: dir.to_owned(),
+            reason: error.to_string(),
+        })??;
+    let total = found.len();
+    progress(0, total);
+
+    // Files are read and checked on a blocking thread while the previous batch commits.
+    let (batches, mut ready) = mpsc::channel::<Vec<(PathBuf, Result<Candidate, String>)>>(2);
+    let reader = tokio::task::spawn_blocking(move || read_all(found, write_args, &batches));
+
+    let mode = if overwrite {
+        PutMode::Replace
+    } else {
+        PutMode::CreateOnly
+    };
+    let mut report = ImportReport::default();
+    let mut first_file_of_id: HashMap<String, PathBuf> = HashMap::new();
+    while let Some(batch) = ready.recv().await {
+        let mut to_save = Vec::new();
+        let mut saved_files = Vec::new();
+        for (path, checked) in batch {
+            let candidate =
+                checked.and_then(
+                    |candidate| match first_file_of_id.get(&candidate.draft.id) {
+                        Some(first) => Err(format!(
+                            "its id `{}` is also the id of {}, imported first",
+                            candidate.draft.id,
+                            first.display()
+                        )),
+                        None => Ok(candidate),
+                    },
+                );
+            match candidate {
+                Ok(candidate) => {
+                    first_file_of_id.insert(candidate.draft.id.clone(), path.clone());
+                    saved_files.push(path);
+                    to_save.push((candidate.draft, candidate.dates));
+                }
+                Err(rule) => report.files.push(ImportedFile {
+                    path,
+                    outcome: FileOutcome::Refused(rule),
+                }),
+            }
+        }
+        let ids: Vec<String> = to_save.iter().map(|(d, _)| d.id.clone()).collect();
+        let outcomes = match store.put_dated(to_save, mode).await {
+            Ok(outcomes) => outcomes,
+            Err(source) => {
+                reader.abort();
+                return Err(ImportError::Store {
+                    done: report,
+                    source,
+                });
+            }
+        };
+        for ((path, id), outcome) in saved_files.into_iter().zip(ids).zip(outcomes) {
+            let outcome = match outcome {
+                PutOutcome::Created(_) => FileOutcome::Imported(id),
+                PutOutcome::Replaced(_) => FileOutcome::Replaced(id),
+                PutOutcome::Exists => FileOutcome::Skipped(id),
+            };
+            report.files.push(ImportedFile { path, outcome });
+        }
+        progress(report.files.len(), total);
+    }
+    Ok(report)
+}
+
+/// A file under the folder, or an entry that could not be read (a symlink loop, say).
+type Found = (PathBuf, Result<(), String>);
+
+/// Every note file under `root`, hidden files and folders left out, symlinks followed (a loop
+/// is reported, not followed).
+fn find_notes(root: &Path) -> Result<Vec<Found>, ImportError> {
+    if !root.is_dir() {
+        return Err(ImportError::Folder {
+            path: root.to_owned(),
+            reason: "not a folder".to_owned(),
+        });
+    }
+    let is_hidden = |entry: &walkdir::DirEntry| {
+        entry.depth() > 0 && entry.file_name().to_string_lossy().starts_with('.')
+    };
+    let mut found = Vec::new();
+    let walk = walkdir::WalkDir::new(root)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|entry| !is_hidden(entry));
+    for entry in walk {
+        match entry {
+            Ok(entry) if entry.file_type().is_file() && is_note_file(entry.path()) => {
+                found.push((entry.into_path(), Ok(())));
+            }
+            Ok(_) => {}
+            Err(error) => {
+                let path = error.path().unwrap_or(root).to_owned();
+                let reason = match error.loop_ancestor() {
+                    Some(ancestor) => {
+                        format!("a symbolic link loop back to {}", ancestor.display())
+                    }
+                    None => format!("cannot be read ({})", io_reason(&error)),
+                };
+                if error.depth() == 0 {
+                    return Err(ImportError::Folder { path, reason });
+                }
+                found.push((path, Err(reason)));
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn io_reason(error: &walkdir::Error) -> String {
+    error
+        .io_error()
+        .map_or_else(|| error.to_string(), ToString::to_string)
+}
+
+fn is_note_file(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case(NOTE_EXTENSION))
+}
+
+/// Reads and checks every file, sending them on in batches; stops when the receiver is gone.
+fn read_all(
+    found: Vec<Found>,
+    write_args: &'static [ArgSpec],
+    batches: &mpsc::Sender<Vec<(PathBuf, Result<Candidate, String>)>>,
+) {
+    let mut batch = Vec::with_capacity(BATCH);
+    for (path, walked) in found {
+        let checked = walked.and_then(|()| read_note(&path, write_args));
+        batch.push((path, checked));
+        if batch.len() == BATCH
+            && batches
+                .blocking_send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)))
+                .is_err()
+        {
+            return;
+        }
+    }
+    if !batch.is_empty() {
+        let _ = batches.blocking_send(batch);
+    }
+}
+
+/// One file as a note, or the rule it breaks.
+fn read_note(path: &Path, write_args: &'static [ArgSpec]) -> Result<Candidate, String> {
+    let size = std::fs::metadata(path)
+        .map_err(|error| format!("cannot be read ({error})"))?
+        .len();
+    if size > MAX_FILE_BYTES {
+        return Err(format!(
+            "is larger than 1 MiB ({size} bytes), more than a note can hold"
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|error| format!("cannot be read ({error})"))?;
+    let text = String::from_utf8(bytes).map_err(|error| {
+        format!(
+            "is not UTF-8 text (invalid bytes at byte {})",
+            error.utf8_error().valid_up_to()
+        )
+    })?;
+    let stem = path
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    note_from_text(&text, &stem, write_args)
+}
+
+/// The note a Markdown text holds; `file_stem` is the title of last resort.
+fn note_from_text(
+    text: &str,
+    file_stem: &str,
+    write_args: &'static [ArgSpec],
+) -> Result<Candidate, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let split = front_matter::split(text)?;
+    let fields = match split.yaml {
+        Some(yaml) => front_matter::fields(yaml)?,
+        None => front_matter::Fields::default(),
+    };
+    let (title, body) = match fields.title {
+        Some(title) => (title, split.rest.to_owned()),
+        None => match take_heading(split.rest) {
+            Some((title, body)) => (title, body),
+            None => (file_stem.to_owned(), split.rest.to_owned()),
+        },
+    };
+    let body = without_final_line_end(&body).to_owned();
+    let (title, body, tags) = checked_by_write(write_args, title, body, fields.tags)?;
+    let id = match fields.id {
+        Some(id) if is_valid_id(id.trim()) => id.trim().to_owned(),
+        Some(_) => return Err("id: must be 1 to 100 characters of a-z, 0-9 and -".to_owned()),
+        None => derive_id(&title),
+    };
+    let dates = dates(fields.created, fields.updated)?;
+    Ok(Candidate {
+        draft: NoteDraft {
+            id,
+            title,
+            tags,
+            body,
+        },
+        dates,
+    })
+}
+
+/// Title, body and tags after `write`'s declared rules (trimmed, limits checked), or every
+/// problem in `write`'s words.
+fn checked_by_write(
+    write_args: &'static [ArgSpec],
+    title: String,
+    body: String,
+    tags: Option<Vec<String>>,
+) -> Result<(String, String, Vec<String>), String> {
+    let mut arguments = Map::new();
+    arguments.insert("title".to_owned(), Value::String(title));
+    arguments.insert("body".to_owned(), Value::String(body));
+    if let Some(tags) = tags {
+        arguments.insert(
+            "tags".to_owned(),
+            Value::Array(tags.into_iter().map(Value::String).collect()),
+        );
+    }
+    let values = validate_args(write_args, Some(arguments)).map_err(|invalid| {
+        let problems: Vec<String> = invalid
+            .problems()
+            .iter()
+            .map(|(field, rule)| format!("{field}: {rule}"))
+            .collect();
+        problems.join("; ")
+    })?;
+    let mut by_name: HashMap<&str, Value> = write_args
+        .iter()
+        .map(|spec| spec.name)
+        .zip(values)
+        .collect();
+    let mut text = |name: &str| match by_name.remove(name) {
+        Some(Value::String(text)) => text,
+        _ => String::new(),
+    };
+    let (title, body) = (text("title"), text("body"));
+    let tags = match by_name.remove("tags") {
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .filter_map(|item| item.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok((title, body, normalize_tags(tags)))
+}
+
+/// The first `# ` heading outside code fences, and the text without it. A heading that opens
+/// the text takes the blank lines after it along.
+fn take_heading(text: &str) -> Option<(String, String)> {
+    let mut in_fence = false;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let content = line.trim_end_matches(['\n', '\r']);
+        if content.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+        } else if !in_fence && let Some(title) = content.strip_prefix("# ") {
+            let before = &text[..offset];
+            let after = &text[offset + line.len()..];
+            let body = if before.trim().is_empty() {
+                after.trim_start_matches(['\n', '\r']).to_owned()
+            } else {
+                format!("{before}{after}")
+            };
+            return Some((title.trim().to_owned(), body));
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// An editor ends a file with a line end; the note's body does not include it. An export
+/// writes one, so a body comes back exactly.
+fn without_final_line_end(body: &str) -> &str {
+    body.strip_suffix("\r\n")
+        .or_else(|| body.strip_suffix('\n'))
+        .unwrap_or(body)
+}
+
+/// `created` and `updated` in the store's form. One alone stands for both.
+fn dates(created: Option<String>, updated: Option<String>) -> Result<NoteDates, String> {
+    let read = |field: &str, value: Option<String>| {
+        value
+            .map(|text| {
+                canonical_timestamp(&text).ok_or_else(|| {
+                    format!(
+                        "{field}: must be a date (RFC 3339, such as 2024-03-01T09:30:00Z, or 2024-03-01)"
+                    )
+                })
+            })
+            .transpose()
+    };
+    let created = read("created", created)?;
+    let updated = read("updated", updated)?;
+    if let (Some(created), Some(updated)) = (&created, &updated)
+        && updated < created
+    {
+        return Err("updated: must not be before created".to_owned());
+    }
+    Ok(NoteDates {
+        updated_at: updated.or_else(|| created.clone()),
+        created_at: created,
+    })
+}
