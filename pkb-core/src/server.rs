@@ -1,8 +1,8 @@
 //! The MCP server: answers the protocol from the [`Registry`] and the notes of the user
 //! each request acts for.
 
-// Sampling, logging and subscriptions are deprecated only for the stateless 2026-07-28
-// revision, which PKB does not serve (see `supported_protocol_versions`).
+// Sampling, logging and subscriptions are deprecated by the stateless 2026-07-28 revision;
+// the older revisions, served beside it, still use them.
 #![allow(deprecated)]
 
 use std::borrow::Cow;
@@ -14,18 +14,19 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
     CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Reference, Resource, ResourceContents, ServerCapabilities, SetLevelRequestParams,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, InputResponses,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, Resource, ResourceContents, ServerCapabilities,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{Peer, RoleServer, ServerHandler};
 use serde_json::json;
 
 use crate::auth::{Principal, User};
-use crate::framework::changes::ChangeHub;
+use crate::framework::changes::{ChangeHub, ChangeKind};
+use crate::framework::input_rounds::{CallIdentity, InputRound, RoundStates, input_required};
 use crate::note::is_valid_id;
 use crate::resources::note_uri;
 use crate::store::Store;
@@ -44,11 +45,12 @@ pub struct PkbServer {
     sampling_timeout: std::time::Duration,
     /// The client handle of the session, once `initialize` has succeeded.
     peer: Arc<OnceLock<Peer<RoleServer>>>,
-    /// Where changes are shared with the other sessions of the same user, when there can be
-    /// several (over HTTP).
-    changes: Option<Arc<ChangeHub>>,
+    /// Where changes are shared with the user's other sessions and listen streams.
+    changes: Arc<ChangeHub>,
     /// The user the session was initialized by: every later request must be theirs.
     user: Arc<OnceLock<User>>,
+    /// Seals the state of calls waiting for the client's input (2026-07-28).
+    round_states: Arc<RoundStates>,
 }
 
 /// Whose notes a request reaches.
@@ -93,8 +95,9 @@ impl PkbServer {
             session: Arc::default(),
             sampling_timeout: crate::summary::SAMPLING_TIMEOUT,
             peer: Arc::default(),
-            changes: None,
+            changes: Arc::default(),
             user: Arc::default(),
+            round_states: Arc::new(RoundStates::random()),
         }
     }
 
@@ -112,7 +115,14 @@ impl PkbServer {
     /// The same server, sharing the changes a session makes with the other sessions of the
     /// same user through `hub`.
     pub fn with_change_hub(mut self, hub: Arc<ChangeHub>) -> Self {
-        self.changes = Some(hub);
+        self.changes = hub;
+        self
+    }
+
+    /// The same server, sealing the state of multi-round calls with `states` (by default a
+    /// key made at start, which only this process accepts).
+    pub fn with_round_states(mut self, states: RoundStates) -> Self {
+        self.round_states = Arc::new(states);
         self
     }
 
@@ -189,12 +199,60 @@ impl PkbServer {
             Some(request.peer.clone()),
             sampling,
         )
-        .with_sampling_timeout(self.sampling_timeout);
-        if let Some(hub) = &self.changes {
-            let user = self.user_of(request)?;
-            context = context.with_changes(Arc::clone(hub), user.storage_key().into());
+        .with_sampling_timeout(self.sampling_timeout)
+        .with_log_level(request.meta.log_level());
+        let user = self.user_of(request)?;
+        context = context.with_changes(Arc::clone(&self.changes), user.storage_key().into());
+        if is_stateless(request) {
+            context = context.stateless();
         }
         Ok(context)
+    }
+
+    /// Runs a tool call on the stateless revision: one round, answered with the handler's
+    /// result, or with an `InputRequiredResult` when it asked the client for input it has
+    /// not given yet.
+    async fn call_tool_in_rounds(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let user_key = self.user_of(context)?.storage_key();
+        let call = CallIdentity::new(&request.name, request.arguments.as_ref());
+        // Answers count only with the state this server sealed for this call and user.
+        let answers = match &request.request_state {
+            Some(state) if self.round_states.verify(state, &call, &user_key) => {
+                request.input_responses.unwrap_or_default()
+            }
+            Some(_) => {
+                return Err(invalid_params(
+                    "invalid requestState: it was altered, has expired, or belongs to another call or user",
+                ));
+            }
+            None => InputResponses::default(),
+        };
+        let round = Arc::new(InputRound::new(answers));
+        let ctx = self
+            .context(context)
+            .await?
+            .with_input_round(Arc::clone(&round));
+        let Some(result) = self
+            .registry
+            .call_tool(ctx, &request.name, request.arguments)
+            .await
+        else {
+            return Err(invalid_params(format!("unknown tool: {}", request.name)));
+        };
+        match round.unanswered() {
+            None => Ok(result.into()),
+            Some(asked) => {
+                let state = self
+                    .round_states
+                    .seal(&call, &user_key, self.sampling_timeout)
+                    .map_err(|e| ErrorData::internal_error(e, None))?;
+                Ok(input_required(asked, state).into())
+            }
+        }
     }
 
     /// Note entries after `after`, `limit` at most, and whether more follow.
@@ -255,6 +313,22 @@ fn invalid_params(message: impl Into<Cow<'static, str>>) -> ErrorData {
     ErrorData::invalid_params(message, None)
 }
 
+fn method_not_found(method: &str) -> ErrorData {
+    ErrorData::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        format!("method not found: {method}"),
+        None,
+    )
+}
+
+/// Whether `request` is of the stateless revision (2026-07-28 or later), which has no
+/// session, no setLevel and no server-to-client requests.
+fn is_stateless(request: &RequestContext<RoleServer>) -> bool {
+    request
+        .protocol_version()
+        .is_some_and(|version| !version.has_initialize())
+}
+
 /// The MCP methods this server answers. A known method whose params fail to parse gets
 /// -32602 (invalid params), not -32601 (method not found).
 pub(crate) const KNOWN_METHODS: &[&str] = &[
@@ -271,6 +345,8 @@ pub(crate) const KNOWN_METHODS: &[&str] = &[
     "prompts/get",
     "completion/complete",
     "logging/setLevel",
+    "server/discover",
+    "subscriptions/listen",
 ];
 
 impl ServerHandler for PkbServer {
@@ -301,6 +377,12 @@ impl ServerHandler for PkbServer {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
+        // rmcp tells us of an initialize before the session started (the handshake) with
+        // the client's details already set; one inside a stateless session has none, and
+        // 2026-07-28 has no such method.
+        if context.peer.peer_info().is_none() {
+            return Err(method_not_found("initialize"));
+        }
         // A session is initialized once: a second `initialize` would renegotiate the version
         // under calls already answered in the first.
         if self.peer.get().is_some() {
@@ -316,10 +398,10 @@ impl ServerHandler for PkbServer {
         let user = principal_of(&context)
             .map_or(local_user(), |p| &p.user)
             .clone();
-        if let Some(hub) = &self.changes {
-            self.session
-                .forward_changes(hub.subscribe(&user.storage_key()), context.peer.clone());
-        }
+        self.session.forward_changes(
+            self.changes.subscribe(&user.storage_key()),
+            context.peer.clone(),
+        );
         let _ = self.user.set(user);
         if self.peer.set(context.peer).is_err() {
             tracing::warn!("initialize came twice at once; kept the first session's client handle");
@@ -328,8 +410,8 @@ impl ServerHandler for PkbServer {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        // The stateless 2026-07-28 revision has no sampling, subscriptions or -32002.
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        // Every revision through initialize, and the stateless 2026-07-28.
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     async fn list_tools(
@@ -347,6 +429,9 @@ impl ServerHandler for PkbServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if is_stateless(&context) {
+            return self.call_tool_in_rounds(request, &context).await;
+        }
         let ctx = self.context(&context).await?;
         match self
             .registry
@@ -529,10 +614,70 @@ impl ServerHandler for PkbServer {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        // 2026-07-28 carries the level in each request instead.
+        if is_stateless(&context) {
+            return Err(method_not_found("logging/setLevel"));
+        }
         self.session.set_log_level(request.level);
         Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::new();
+        accepted.resources_list_changed = requested.resources_list_changed;
+        // Only resources that exist as names: a note's URI (whether or not the note does
+        // yet) or the index. Anything else would never be notified.
+        accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
+            uris.iter()
+                .filter(|uri| self.registry.resolve_resource(uri).is_some())
+                .cloned()
+                .collect()
+        });
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let user = self.user_of(context.request_context())?.clone();
+        let mut changes = self.changes.subscribe(&user.storage_key());
+        let accepted = context.accepted().clone();
+        let wants = |uri: &str| {
+            accepted
+                .resource_subscriptions
+                .as_ref()
+                .is_some_and(|uris| uris.iter().any(|u| u == uri))
+        };
+        let sink = context.sink().clone();
+        // Everything the stream holds (the receiver, the sink) is dropped when it ends.
+        loop {
+            let change = tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                change = changes.recv() => change,
+            };
+            let sent = match change {
+                Ok(change) => match change.kind {
+                    ChangeKind::Updated(uri) if wants(&uri) => {
+                        sink.notify_resource_updated(uri).await
+                    }
+                    ChangeKind::ListChanged if accepted.resources_list_changed == Some(true) => {
+                        sink.notify_resource_list_changed().await
+                    }
+                    _ => Ok(()),
+                },
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::debug!(missed, "a listen stream fell behind its user's changes");
+                    Ok(())
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+            };
+            if sent.is_err() {
+                return Ok(());
+            }
+        }
     }
 
     async fn on_custom_request(
@@ -546,11 +691,7 @@ impl ServerHandler for PkbServer {
                 request.method
             )))
         } else {
-            Err(ErrorData::new(
-                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-                format!("method not found: {}", request.method),
-                None,
-            ))
+            Err(method_not_found(&request.method))
         }
     }
 }

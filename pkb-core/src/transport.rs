@@ -230,6 +230,16 @@ where
                     continue;
                 }
             };
+            if let Some((id, method)) = removed_by_stateless_revision(&value) {
+                answer_error(
+                    &self.writer,
+                    id,
+                    -32601,
+                    format!("method not found: {method} (2026-07-28 has no such method)"),
+                    self.in_flight.take(),
+                );
+                continue;
+            }
             let value = match plain_call_tool(value) {
                 Ok((id, call)) => {
                     if let Some(direct) = &self.direct
@@ -360,6 +370,27 @@ fn plain_call_tool_id(object: &Map<String, Value>) -> Option<RequestId> {
         return None;
     }
     request_id(object.get("id")?)
+}
+
+/// The id and method of a `ping` or `initialize` sent as a request of the stateless
+/// revision (its `_meta` names 2026-07-28 or later), which removed both. rmcp answers such a
+/// ping before a session exists and takes such an initialize for the older handshake; the
+/// revision says -32601.
+fn removed_by_stateless_revision(value: &Value) -> Option<(Value, &str)> {
+    let method = value.get("method")?.as_str()?;
+    if !matches!(method, "ping" | "initialize") {
+        return None;
+    }
+    let version = value
+        .get("params")?
+        .get("_meta")?
+        .get("io.modelcontextprotocol/protocolVersion")?
+        .as_str()?;
+    // Revisions are dates, so text order is their order.
+    if version < rmcp::model::ProtocolVersion::V_2026_07_28.as_str() {
+        return None;
+    }
+    Some((answerable_id(value.get("id")?)?, method))
 }
 
 /// A JSON-RPC id as rmcp holds it: an integer or a string.

@@ -79,6 +79,11 @@ pub struct Cli {
     /// The audience access tokens must name [default: <public-url>/mcp].
     #[arg(long, value_name = "VALUE", requires = "oauth_issuer")]
     pub oauth_audience: Option<String>,
+    /// A file holding the key (32 bytes or more) that seals the state of calls waiting for
+    /// the client's model on 2026-07-28; servers sharing it accept each other's states, as
+    /// behind a load balancer [default: a key made at start].
+    #[arg(long, value_name = "PATH")]
+    pub state_key_file: Option<PathBuf>,
     /// Use the store of this user under the data directory (a token's NAME, or with
     /// --oauth-issuer the subject of that issuer's tokens): for import, export, check,
     /// reindex, call, or serving that user's notes on stdio.

@@ -16,6 +16,7 @@ use std::time::Duration;
 use clap::Parser;
 use pkb_core::auth::{Authenticator, JwtVerifier, OAuthSettings, TokenVerifier, User};
 use pkb_core::framework::changes::ChangeHub;
+use pkb_core::framework::input_rounds::{MIN_STATE_KEY_BYTES, RoundStates};
 use pkb_core::store::Store;
 use pkb_core::store::per_user::{IDLE_CLOSE, UserStores};
 use pkb_core::transport::http::{HttpServer, HttpSettings, Tls};
@@ -87,8 +88,37 @@ async fn run(cli: Cli) -> ExitCode {
         }
         Some(Command::Export { dir }) => vault_commands::export(&store, &dir).await,
         Some(Command::Tools | Command::Token(_)) => unreachable!("handled above"),
-        None => serve(registry, store, Duration::from_secs(cli.sampling_timeout)).await,
+        None => {
+            let round_states = match round_states(&cli) {
+                Ok(states) => states,
+                Err(message) => return fail(&message),
+            };
+            let _upkeep = store.spawn_index_upkeep(INDEX_UPKEEP_QUIET);
+            let server = PkbServer::new(registry, store)
+                .with_sampling_timeout(Duration::from_secs(cli.sampling_timeout))
+                .with_round_states(round_states);
+            serve(server).await
+        }
     }
+}
+
+/// The sealer of multi-round call states: `--state-key-file`'s key, else a random one.
+fn round_states(cli: &Cli) -> Result<RoundStates, String> {
+    let Some(path) = &cli.state_key_file else {
+        return Ok(RoundStates::random());
+    };
+    let key = std::fs::read(path)
+        .map_err(|error| format!("cannot read --state-key-file {}: {error}", path.display()))?;
+    // A key written with `echo` or an editor ends with a line end that is not part of it.
+    let key = key.trim_ascii_end();
+    if key.len() < MIN_STATE_KEY_BYTES {
+        return Err(format!(
+            "--state-key-file {} holds {} bytes; the key needs at least {MIN_STATE_KEY_BYTES} (make one with `head -c 32 /dev/urandom | base64`)",
+            path.display(),
+            key.len()
+        ));
+    }
+    RoundStates::with_key(key)
 }
 
 /// The store the flags name: `--memory`, `--user` under the data directory, `--db`, or the
@@ -226,9 +256,14 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
         _upkeep = Some(store.spawn_index_upkeep(INDEX_UPKEEP_QUIET));
         PkbServer::new(registry, store)
     };
+    let round_states = match round_states(&cli) {
+        Ok(states) => states,
+        Err(message) => return fail(&message),
+    };
     let template = template
         .with_sampling_timeout(sampling_timeout)
-        .with_change_hub(hub);
+        .with_change_hub(hub)
+        .with_round_states(round_states);
     let settings = HttpSettings {
         bind,
         public_url: cli.public_url.clone(),
@@ -256,15 +291,13 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
 /// merged: long enough that a burst of requests is not slowed by it.
 const INDEX_UPKEEP_QUIET: Duration = Duration::from_secs(2);
 
-async fn serve(registry: Arc<Registry>, store: Store, sampling_timeout: Duration) -> ExitCode {
+async fn serve(server: PkbServer) -> ExitCode {
     // Listen before the first byte is read: a signal that arrives while the client is still
     // initializing must stop the server cleanly, not kill it with the default action.
     let shutdown = match ShutdownSignal::listen() {
         Ok(shutdown) => shutdown,
         Err(error) => return fail(&format!("cannot listen for signals: {error}")),
     };
-    let _upkeep = store.spawn_index_upkeep(INDEX_UPKEEP_QUIET);
-    let server = PkbServer::new(registry, store).with_sampling_timeout(sampling_timeout);
     // Once the client has initialized, plain tool calls skip rmcp's service loop.
     let direct_calls = DirectCalls::new(server.clone());
     let session = server.clone();

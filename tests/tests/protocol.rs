@@ -148,22 +148,29 @@ fn initialize_negotiates_up_to_2025_11_25() {
 }
 
 #[test]
-fn the_stateless_revision_is_refused() {
-    // initialize asking for the stateless revision negotiates down to the newest stateful one.
+fn initialize_never_agrees_to_the_stateless_revision() {
+    // The stateless revision has no initialize: asking for it there negotiates down to the
+    // newest revision that has one.
     let mut server = RawServer::start("warn");
     assert_eq!(
         server.initialize("2026-07-28")["result"]["protocolVersion"],
         "2025-11-25"
     );
-    // A request that declares the stateless revision in its _meta is refused with the
+    // A request that declares a revision the server does not know is refused with the
     // supported revisions listed.
     server.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
-        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}));
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2027-01-01"}}}));
     let answer = server.receive();
     assert_eq!(answer["error"]["code"], -32022, "{answer}");
     assert_eq!(
         answer["error"]["data"]["supported"],
-        json!(["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
+        json!([
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+            "2026-07-28"
+        ])
     );
 }
 

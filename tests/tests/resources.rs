@@ -36,7 +36,7 @@ async fn read(
     }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn notes_index_is_json_sorted_by_id() {
     let client = connect_memory().await;
@@ -59,7 +59,7 @@ async fn notes_index_is_json_sorted_by_id() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn a_note_reads_as_markdown() {
     let client = connect_memory().await;
@@ -81,7 +81,7 @@ async fn a_note_reads_as_markdown() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn unknown_uris_get_32002_with_the_uri() {
     let client = connect_memory().await;
@@ -89,14 +89,14 @@ async fn unknown_uris_get_32002_with_the_uri() {
         let Err(ServiceError::McpError(error)) = read(&client, uri).await else {
             panic!("{uri} read")
         };
-        assert_eq!(error.code.0, -32002, "{uri}");
+        assert_eq!(error.code.0, support::resource_not_found_code(), "{uri}");
         assert_eq!(error.data, Some(json!({"uri": uri})));
     }
     client.cancel().await.unwrap();
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn resources_list_pages_through_every_note() {
     let client = connect_memory().await;
@@ -149,7 +149,7 @@ async fn resources_list_pages_through_every_note() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn templates_are_listed() {
     let client = connect_memory().await;
@@ -173,15 +173,12 @@ async fn eventually(check: impl Fn() -> bool) {
     panic!("condition not met within 2 s");
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn subscribers_hear_of_updates_and_creations() {
     let handler = RecordingClient::new(Sampling::Unsupported);
     let client = connect_with(handler.clone(), &["--memory"]).await;
-    client
-        .subscribe(SubscribeRequestParams::new("pkb://notes/todo"))
-        .await
-        .unwrap();
+    let _watch = support::watch(&client, &handler, &["pkb://notes/todo"]).await;
     call(
         &client,
         "write",
@@ -214,18 +211,20 @@ async fn subscribers_hear_of_updates_and_creations() {
         "not subscribed"
     );
 
-    let Err(ServiceError::McpError(error)) = client
-        .subscribe(SubscribeRequestParams::new("nope://x"))
-        .await
-    else {
-        panic!()
-    };
-    assert_eq!(error.code.0, -32002);
+    if support::current_revision() == support::Revision::Sessions {
+        let Err(ServiceError::McpError(error)) = client
+            .subscribe(SubscribeRequestParams::new("nope://x"))
+            .await
+        else {
+            panic!()
+        };
+        assert_eq!(error.code.0, -32002);
+    }
     client.cancel().await.unwrap();
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn quick_capture_prompt() {
     let client = connect_memory().await;
@@ -282,7 +281,7 @@ async fn quick_capture_prompt() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn a_completion_cut_at_100_values_says_there_are_more() {
     let client = connect_memory().await;
@@ -308,7 +307,7 @@ async fn a_completion_cut_at_100_values_says_there_are_more() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn completions_for_ids_and_tags() {
     let client = connect_memory().await;
@@ -354,7 +353,7 @@ async fn completions_for_ids_and_tags() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn notes_persist_across_a_restart() {
     let (_dir, path) = support::temp_store();
@@ -373,19 +372,17 @@ async fn notes_persist_across_a_restart() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn delete_removes_a_note_from_every_surface_and_tells_subscribers() {
     let handler = RecordingClient::new(Sampling::Unsupported);
     let client = connect_with(handler.clone(), &["--memory"]).await;
-    client
-        .subscribe(SubscribeRequestParams::new("pkb://notes/deploy-checklist"))
-        .await
-        .unwrap();
-    client
-        .subscribe(SubscribeRequestParams::new("pkb://notes"))
-        .await
-        .unwrap();
+    let _watch = support::watch(
+        &client,
+        &handler,
+        &["pkb://notes/deploy-checklist", "pkb://notes"],
+    )
+    .await;
     let saved = call(&client, "summarize_and_save", json!({"id": "deploy-checklist"})).await;
     assert_eq!(structured(&saved)["id"], "deploy-checklist-summary");
     let lists_before = *handler.list_changed.lock().unwrap();

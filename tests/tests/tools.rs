@@ -7,7 +7,7 @@ mod support;
 use serde_json::json;
 use support::{assert_error, call, connect_memory, structured, text};
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn echo_returns_the_text_as_is() {
     let client = connect_memory().await;
@@ -26,7 +26,7 @@ async fn echo_returns_the_text_as_is() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn search_finds_by_prefix_and_tags_without_bodies() {
     let client = connect_memory().await;
@@ -61,7 +61,7 @@ async fn search_finds_by_prefix_and_tags_without_bodies() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn search_limits_are_enforced() {
     let client = connect_memory().await;
@@ -122,7 +122,7 @@ async fn search_limits_are_enforced() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn every_offending_field_is_named_at_once() {
     let client = connect_memory().await;
@@ -166,7 +166,7 @@ async fn every_offending_field_is_named_at_once() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn fetch_returns_the_note_or_the_exact_not_found_text() {
     let client = connect_memory().await;
@@ -189,7 +189,7 @@ async fn fetch_returns_the_note_or_the_exact_not_found_text() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn write_creates_conflicts_and_replaces() {
     let client = connect_memory().await;
@@ -237,7 +237,7 @@ async fn write_creates_conflicts_and_replaces() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn write_limits_count_characters_not_bytes() {
     let client = connect_memory().await;
@@ -288,7 +288,7 @@ async fn write_limits_count_characters_not_bytes() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn punctuation_only_titles_get_a_hash_id() {
     let client = connect_memory().await;
@@ -299,7 +299,7 @@ async fn punctuation_only_titles_get_a_hash_id() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn unknown_tool_is_a_protocol_error() {
     let client = connect_memory().await;
@@ -314,7 +314,7 @@ async fn unknown_tool_is_a_protocol_error() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn right_to_left_marks_and_four_byte_characters_count_as_one_each() {
     let client = connect_memory().await;
@@ -343,7 +343,7 @@ async fn right_to_left_marks_and_four_byte_characters_count_as_one_each() {
 }
 }
 
-both_transports! {
+every_revision! {
 #[tokio::test]
 async fn separators_bidi_overrides_and_invisible_titles_are_refused() {
     let client = connect_memory().await;

@@ -1,7 +1,7 @@
 //! The context a handler receives: the store, and the connection to the client that called.
 
-// Sampling, logging and subscriptions are deprecated only for the stateless 2026-07-28
-// revision, which PKB does not serve (see `supported_protocol_versions`).
+// Sampling, logging and subscriptions are deprecated by the stateless 2026-07-28 revision;
+// they are how the older revisions, still served, do these things.
 #![allow(deprecated)]
 
 use std::collections::HashSet;
@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::changes::{Change, ChangeHub, ChangeKind};
+use super::input_rounds::{InputRound, RoundSample};
 use crate::store::Store;
 
 /// What one handler call can reach. Taken as `ctx: &Context` by any tool, resource, prompt or
@@ -32,6 +33,13 @@ pub struct Context {
     sampling_timeout: Duration,
     /// Where the changes this request makes are told to the user's other sessions.
     changes: Option<(Arc<ChangeHub>, Arc<str>)>,
+    /// On the stateless revision: the answers this call brought, and what it asks for.
+    round: Option<Arc<InputRound>>,
+    /// The log level the request itself named (2026-07-28), over the session's.
+    log_level: Option<LoggingLevel>,
+    /// The request is of the stateless revision: resource notifications reach the client
+    /// only through its `subscriptions/listen` streams, never unasked.
+    stateless: bool,
 }
 
 /// Per-connection state shared by every request of one client: its resource subscriptions and
@@ -186,6 +194,10 @@ pub enum SamplingError {
     /// The client answered with an error, or the connection failed.
     #[error("{0}")]
     Failed(String),
+    /// The client's answer comes with its next request (2026-07-28): the framework answers
+    /// this call with an `InputRequiredResult`, whatever the handler returns now.
+    #[error("the client's model has not answered yet")]
+    InputRequired,
 }
 
 impl Context {
@@ -203,7 +215,30 @@ impl Context {
             sampling,
             sampling_timeout: crate::summary::SAMPLING_TIMEOUT,
             changes: None,
+            round: None,
+            log_level: None,
+            stateless: false,
         }
+    }
+
+    /// The same context for a request of the stateless revision (see [`Context::sample`]
+    /// and [`Context::resource_updated`]).
+    pub fn stateless(mut self) -> Self {
+        self.stateless = true;
+        self
+    }
+
+    /// The same context for one round of a call on the stateless revision: sampling is
+    /// answered from `round`, or asked for through it.
+    pub fn with_input_round(mut self, round: Arc<InputRound>) -> Self {
+        self.round = Some(round);
+        self
+    }
+
+    /// The same context, sending log messages of `level` and above, as the request asked.
+    pub fn with_log_level(mut self, level: Option<LoggingLevel>) -> Self {
+        self.log_level = level;
+        self
     }
 
     /// The same context, telling the changes it makes to the other sessions listening to
@@ -264,6 +299,11 @@ impl Context {
 
     /// Asks the client's model for a message, giving up after `timeout` so a silent client
     /// cannot hang the call.
+    ///
+    /// On revisions with sessions this is a `sampling/createMessage` request. On 2026-07-28
+    /// the call's first round ends with [`SamplingError::InputRequired`] and the framework
+    /// asks the client in its answer; the client's retry runs the handler again, and this
+    /// then returns the client's answer.
     pub async fn sample(
         &self,
         params: CreateMessageRequestParams,
@@ -273,6 +313,13 @@ impl Context {
             (Some(peer), true) => peer,
             _ => return Err(SamplingError::Unsupported),
         };
+        if let Some(round) = &self.round {
+            return match round.sample(params) {
+                RoundSample::Answered(result) => Ok(*result),
+                RoundSample::Unreadable(problem) => Err(SamplingError::Failed(problem)),
+                RoundSample::Asked => Err(SamplingError::InputRequired),
+            };
+        }
         #[allow(deprecated)] // sampling is deprecated only for the stateless 2026 revision
         let request = peer.create_message(params);
         let answer = tokio::select! {
@@ -289,10 +336,11 @@ impl Context {
     }
 
     /// Tells the client that `uri` changed, when it subscribed to it, and the user's other
-    /// sessions.
+    /// sessions and listen streams.
     pub async fn resource_updated(&self, uri: &str) {
         self.publish(ChangeKind::Updated(uri.to_owned()));
         if let Some(peer) = &self.peer
+            && !self.stateless
             && self.session.is_subscribed(uri)
         {
             let sent = peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri));
@@ -314,10 +362,12 @@ impl Context {
         }
     }
 
-    /// Tells the client, and the user's other sessions, that the list of resources changed.
+    /// Tells the client, the user's other sessions and listen streams, that the list of
+    /// resources changed.
     pub async fn resource_list_changed(&self) {
         self.publish(ChangeKind::ListChanged);
         if let Some(peer) = &self.peer
+            && !self.stateless
             && let Err(error) = self
                 .unless_closing(peer.notify_resource_list_changed())
                 .await
@@ -326,10 +376,15 @@ impl Context {
         }
     }
 
-    /// Sends a log message to the client, if it asked for this level with logging/setLevel.
+    /// Sends a log message to the client, if it asked for this level: with the request
+    /// (2026-07-28), else with logging/setLevel.
     pub async fn log(&self, level: LoggingLevel, data: Value) {
+        let wanted = match self.log_level {
+            Some(min) => severity(level) >= severity(min),
+            None => self.session.wants_log(level),
+        };
         if let Some(peer) = &self.peer
-            && self.session.wants_log(level)
+            && wanted
         {
             let mut params = LoggingMessageNotificationParam::new(level, data);
             params.logger = Some("pkb".into());

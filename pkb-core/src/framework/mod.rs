@@ -6,6 +6,7 @@ pub mod args;
 pub mod changes;
 pub mod checks;
 pub mod context;
+pub mod input_rounds;
 pub mod prompt;
 pub mod registry;
 pub mod resource;

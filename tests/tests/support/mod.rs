@@ -39,6 +39,98 @@ pub fn current_transport() -> Transport {
     TRANSPORT.try_with(|t| *t).unwrap_or(Transport::Stdio)
 }
 
+/// How a test's clients start: the revisions with a session, or the stateless one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Revision {
+    /// `initialize`, at 2025-11-25.
+    Sessions,
+    /// `server/discover`, then 2026-07-28 with `_meta` on every request.
+    Stateless,
+}
+
+tokio::task_local! {
+    /// The revision of the running test; sessions outside [`every_revision!`].
+    pub static REVISION: Revision;
+}
+
+/// The revision [`connect`] uses in this test.
+pub fn current_revision() -> Revision {
+    REVISION.try_with(|r| *r).unwrap_or(Revision::Sessions)
+}
+
+/// Runs each test fn at the stateless 2026-07-28 revision only, over stdio and Streamable
+/// HTTP: `<name>::stdio` and `<name>::http`.
+#[macro_export]
+macro_rules! stateless_revision {
+    ($( $(#[$meta:meta])* async fn $name:ident() $body:block )*) => {
+        $(
+            mod $name {
+                #[allow(unused_imports)]
+                use super::*;
+                $crate::test_variant!($(#[$meta])* stdio, Stdio, Stateless, $body);
+                $crate::test_variant!($(#[$meta])* http, Http, Stateless, $body);
+            }
+        )*
+    };
+}
+
+/// Starts `handler` on `transport` at the test's revision.
+pub async fn start_client<T, E, A>(
+    handler: RecordingClient,
+    transport: T,
+) -> RunningService<RoleClient, RecordingClient>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let started = match current_revision() {
+        Revision::Sessions => handler.serve(transport).await,
+        Revision::Stateless => {
+            let lifecycle = rmcp::ClientLifecycleMode::Discover {
+                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            };
+            rmcp::ClientServiceExt::serve_with_lifecycle(handler, transport, lifecycle).await
+        }
+    };
+    started.expect("the client starts")
+}
+
+/// Runs each test fn over stdio and Streamable HTTP, each at 2025-11-25 (through
+/// `initialize`) and at the stateless 2026-07-28: `<name>::stdio`, `<name>::http`,
+/// `<name>::stdio_2026` and `<name>::http_2026`.
+#[macro_export]
+macro_rules! every_revision {
+    ($( $(#[$meta:meta])* async fn $name:ident() $body:block )*) => {
+        $(
+            mod $name {
+                #[allow(unused_imports)]
+                use super::*;
+                $crate::test_variant!($(#[$meta])* stdio, Stdio, Sessions, $body);
+                $crate::test_variant!($(#[$meta])* http, Http, Sessions, $body);
+                $crate::test_variant!($(#[$meta])* stdio_2026, Stdio, Stateless, $body);
+                $crate::test_variant!($(#[$meta])* http_2026, Http, Stateless, $body);
+            }
+        )*
+    };
+}
+
+/// One variant of a test fn: its body run with the given transport and revision.
+#[macro_export]
+macro_rules! test_variant {
+    ($(#[$meta:meta])* $variant:ident, $transport:ident, $revision:ident, $body:block) => {
+        $(#[$meta])*
+        async fn $variant() {
+            $crate::support::REVISION
+                .scope(
+                    $crate::support::Revision::$revision,
+                    $crate::support::TRANSPORT
+                        .scope($crate::support::Transport::$transport, async $body),
+                )
+                .await
+        }
+    };
+}
+
 /// Runs each test fn once over stdio and once over Streamable HTTP, as `<name>::stdio` and
 /// `<name>::http`: one suite, two transports.
 #[macro_export]
@@ -48,20 +140,8 @@ macro_rules! both_transports {
             mod $name {
                 #[allow(unused_imports)]
                 use super::*;
-
-                $(#[$meta])*
-                async fn stdio() {
-                    $crate::support::TRANSPORT
-                        .scope($crate::support::Transport::Stdio, async $body)
-                        .await
-                }
-
-                $(#[$meta])*
-                async fn http() {
-                    $crate::support::TRANSPORT
-                        .scope($crate::support::Transport::Http, async $body)
-                        .await
-                }
+                $crate::test_variant!($(#[$meta])* stdio, Stdio, Sessions, $body);
+                $crate::test_variant!($(#[$meta])* http, Http, Sessions, $body);
             }
         )*
     };
@@ -286,10 +366,7 @@ pub async fn connect_http(
         config = config.auth_header(token.to_owned());
     }
     let transport = StreamableHttpClientTransport::with_client(http_client(), config);
-    handler
-        .serve(transport)
-        .await
-        .expect("initialize over HTTP")
+    start_client(handler, transport).await
 }
 
 /// Starts `pkb-server` with `args` (plus a fresh store unless the args name one) and connects.
@@ -313,7 +390,7 @@ pub async fn connect_with(handler: RecordingClient, args: &[&str]) -> Client {
                 .env("RUST_LOG", "warn");
             let transport = TokioChildProcess::new(command).expect("spawn pkb-server");
             Client {
-                service: handler.serve(transport).await.expect("initialize"),
+                service: start_client(handler, transport).await,
                 server: None,
             }
         }
@@ -325,6 +402,72 @@ pub async fn connect_with(handler: RecordingClient, args: &[&str]) -> Client {
                 server: Some(server),
             }
         }
+    }
+}
+
+/// Resource notifications a test asked for; they stop when it is dropped.
+pub struct Watch {
+    listening: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(task) = self.listening.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Asks for updates of `uris` and for list changes, as the test's revision does it:
+/// `resources/subscribe` (list changes come unasked), or one `subscriptions/listen` stream
+/// whose notifications are recorded in `handler` like the others.
+pub async fn watch(client: &Client, handler: &RecordingClient, uris: &[&str]) -> Watch {
+    match current_revision() {
+        Revision::Sessions => {
+            for uri in uris {
+                client
+                    .subscribe(rmcp::model::SubscribeRequestParams::new(*uri))
+                    .await
+                    .expect("subscribe");
+            }
+            Watch { listening: None }
+        }
+        Revision::Stateless => {
+            let mut filter = rmcp::model::SubscriptionFilter::builder().resources_list_changed();
+            for uri in uris {
+                filter = filter.resource_subscription(*uri);
+            }
+            let mut stream = client
+                .peer()
+                .listen(filter.build())
+                .await
+                .expect("subscriptions/listen");
+            let handler = handler.clone();
+            let listening = tokio::spawn(async move {
+                while let Ok(Some(notification)) = stream.next().await {
+                    match notification {
+                        rmcp::model::ServerNotification::ResourceUpdatedNotification(n) => {
+                            handler.updated.lock().unwrap().push(n.params.uri);
+                        }
+                        rmcp::model::ServerNotification::ResourceListChangedNotification(_) => {
+                            *handler.list_changed.lock().unwrap() += 1;
+                        }
+                        _ => {}
+                    }
+                }
+            });
+            Watch {
+                listening: Some(listening),
+            }
+        }
+    }
+}
+
+/// The code of an unknown resource: -32002, or -32602 on 2026-07-28.
+pub fn resource_not_found_code() -> i32 {
+    match current_revision() {
+        Revision::Sessions => -32002,
+        Revision::Stateless => -32602,
     }
 }
 

@@ -92,13 +92,35 @@ impl Drop for InFlightGuard {
 #[derive(Deserialize)]
 struct Peek {
     method: Option<String>,
-    id: Option<serde::de::IgnoredAny>,
+    id: Option<serde_json::Value>,
     params: Option<PeekParams>,
 }
 
 #[derive(Deserialize)]
 struct PeekParams {
     name: Option<String>,
+    #[serde(rename = "_meta")]
+    meta: Option<PeekMeta>,
+}
+
+#[derive(Deserialize)]
+struct PeekMeta {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: Option<String>,
+}
+
+impl Peek {
+    /// An `initialize` sent as a request of the stateless revision, which removed it: rmcp
+    /// would take it for the older handshake and open a session.
+    fn is_stateless_initialize(&self) -> bool {
+        let version = self
+            .params
+            .as_ref()
+            .and_then(|p| p.meta.as_ref())
+            .and_then(|m| m.protocol_version.as_deref());
+        self.method.as_deref() == Some("initialize")
+            && version.is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+    }
 }
 
 impl Gate {
@@ -249,6 +271,17 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             {
                 return gate.forbidden(scope);
             }
+        }
+        if let Some(peek) = &peek
+            && peek.is_stateless_initialize()
+        {
+            // As rmcp answers the other methods 2026-07-28 removed.
+            let error = serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": peek.id.clone().unwrap_or(serde_json::Value::Null),
+                "error": {"code": -32601, "message": "method not found: initialize (2026-07-28 has no such method)"},
+            });
+            return (StatusCode::NOT_FOUND, axum::Json(error)).into_response();
         }
         if session.is_none()
             && rpc_method == Some("initialize")

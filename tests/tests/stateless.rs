@@ -1,0 +1,488 @@
+//! The stateless 2026-07-28 revision: discover, multi-round sampling, removed methods, and
+//! the older revisions beside it on one binary. What every revision shares runs at 2026 too,
+//! in tools.rs and resources.rs.
+
+// Sampling's types are deprecated by 2026-07-28 as server-to-client requests; its
+// multi-round form still carries them.
+#![allow(deprecated)]
+
+mod support;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CreateMessageResult, InputRequests,
+    InputRequiredResult, InputResponses, SamplingMessage,
+};
+use rmcp::service::ServiceError;
+use serde_json::{Value, json};
+use support::{
+    HttpServerProcess, RecordingClient, Sampling, call, connect, connect_http, structured,
+};
+
+fn summarize_params(tool: &str, id: &str) -> CallToolRequestParams {
+    CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(json!({ "id": id }).as_object().expect("an object").clone())
+}
+
+/// The first round of a call that must ask for input.
+async fn first_round(client: &support::Client, tool: &str, id: &str) -> InputRequiredResult {
+    match client.call_tool_once(summarize_params(tool, id)).await {
+        Ok(CallToolResponse::InputRequired(input)) => input,
+        other => panic!("expected an InputRequiredResult, got {other:?}"),
+    }
+}
+
+/// The answer a client's model gives to every request of `asked`.
+fn answers(asked: &InputRequests, text: &str) -> InputResponses {
+    asked
+        .keys()
+        .map(|key| {
+            let answer = CreateMessageResult::new(
+                SamplingMessage::assistant_text(text.to_owned()),
+                "test-model".into(),
+            );
+            (key.clone(), serde_json::to_value(answer).unwrap())
+        })
+        .collect()
+}
+
+stateless_revision! {
+#[tokio::test]
+async fn discover_names_every_revision_and_the_capabilities() {
+    let client = connect(&["--memory"], Sampling::Unsupported).await;
+    let info = client.peer_info().expect("discovered");
+    assert_eq!(info.protocol_version.as_str(), "2026-07-28");
+    let server = info.server_info.clone().expect("server info");
+    assert_eq!(server.name, "pkb");
+    assert_eq!(server.version, env!("CARGO_PKG_VERSION"));
+    let resources = info.capabilities.resources.clone().expect("resources");
+    assert_eq!(resources.subscribe, Some(true));
+    assert!(info.capabilities.tools.is_some() && info.capabilities.prompts.is_some());
+    let discovered = client
+        .peer()
+        .discover(rmcp::model::RequestMetaObject::new())
+        .await
+        .expect("server/discover");
+    let versions: Vec<&str> = discovered
+        .supported_versions
+        .iter()
+        .map(|v| v.as_str())
+        .collect();
+    assert_eq!(
+        versions,
+        ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn summarize_asks_the_clients_model_in_a_second_round() {
+    let handler = RecordingClient::new(Sampling::Reply("A short summary.".into()));
+    let client = support::connect_with(handler.clone(), &["--memory"]).await;
+    // rmcp's client answers the InputRequiredResult with its own sampling handler and retries.
+    let result = call(&client, "summarize", json!({"id": "deploy-checklist"})).await;
+    assert_eq!(
+        Value::Object(structured(&result)),
+        json!({"id": "deploy-checklist", "summary": "A short summary.", "source": "sampling"})
+    );
+    let asked = handler.sampling_requests.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "one sampling request, as on the older revisions");
+    assert_eq!(asked[0].max_tokens, 400);
+    assert!(format!("{:?}", asked[0].messages).contains("Run tests, build the app"));
+
+    let saved = call(&client, "summarize_and_save", json!({"id": "todo"})).await;
+    assert_eq!(structured(&saved)["id"], "todo-summary");
+    let note = call(&client, "fetch", json!({"id": "todo-summary"})).await;
+    assert_eq!(structured(&note)["note"]["body"], "A short summary.");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn without_sampling_the_summary_is_extractive_at_once() {
+    let client = connect(&["--memory"], Sampling::Unsupported).await;
+    let response = client
+        .call_tool_once(summarize_params("summarize", "deploy-checklist"))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(result) = response else {
+        panic!("no round for a client without sampling: {response:?}")
+    };
+    assert_eq!(structured(&result)["source"], "extractive");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_round_saves_nothing_until_it_completes() {
+    let client = connect(&["--memory"], Sampling::Reply("Summary.".into())).await;
+    let input = first_round(&client, "summarize_and_save", "todo").await;
+    let asked = input.input_requests.clone().expect("input requests");
+    assert_eq!(asked.len(), 1);
+    let state = input.request_state.clone().expect("a sealed state");
+    let missing = call(&client, "fetch", json!({"id": "todo-summary"})).await;
+    support::assert_error(&missing, "No note found with ID: todo-summary");
+
+    // A retry without the answer is asked again.
+    let again = client
+        .call_tool_once(summarize_params("summarize_and_save", "todo").with_request_state(state.clone()))
+        .await
+        .unwrap();
+    assert!(matches!(again, CallToolResponse::InputRequired(_)), "{again:?}");
+
+    let done = client
+        .call_tool_once(
+            summarize_params("summarize_and_save", "todo")
+                .with_request_state(state)
+                .with_input_responses(answers(&asked, "Summary.")),
+        )
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(done) = done else {
+        panic!("{done:?}")
+    };
+    assert_eq!(support::text(&done), "saved: todo-summary");
+    let saved = call(&client, "fetch", json!({"id": "todo-summary"})).await;
+    assert_eq!(structured(&saved)["note"]["body"], "Summary.");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_state_that_was_altered_or_names_another_call_is_refused() {
+    let client = connect(&["--memory"], Sampling::Reply("x".into())).await;
+    let input = first_round(&client, "summarize", "todo").await;
+    let asked = input.input_requests.clone().unwrap();
+    let state = input.request_state.clone().unwrap();
+    let mut altered: Vec<char> = state.chars().collect();
+    let middle = altered.len() / 2;
+    altered[middle] = if altered[middle] == 'A' { 'B' } else { 'A' };
+    let altered: String = altered.into_iter().collect();
+    for (tool, id, state) in [
+        ("summarize", "todo", altered.as_str()),
+        ("summarize", "meeting-notes", state.as_str()),
+        ("summarize_and_save", "todo", state.as_str()),
+        ("summarize", "todo", "rs1.not-a-state"),
+    ] {
+        let retry = client
+            .call_tool_once(
+                summarize_params(tool, id)
+                    .with_request_state(state)
+                    .with_input_responses(answers(&asked, "x")),
+            )
+            .await;
+        let Err(ServiceError::McpError(error)) = retry else {
+            panic!("{tool} {id}: {retry:?}")
+        };
+        assert_eq!(error.code.0, -32602, "{tool} {id}");
+        assert!(error.message.contains("requestState"), "{}", error.message);
+    }
+    let missing = call(&client, "fetch", json!({"id": "todo-summary"})).await;
+    assert!(missing.is_error == Some(true), "nothing was saved");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_state_expires_with_the_sampling_timeout() {
+    let client = connect(&["--memory", "--sampling-timeout", "1"], Sampling::Reply("x".into())).await;
+    let input = first_round(&client, "summarize", "todo").await;
+    tokio::time::sleep(std::time::Duration::from_millis(1_300)).await;
+    let retry = client
+        .call_tool_once(
+            summarize_params("summarize", "todo")
+                .with_request_state(input.request_state.clone().unwrap())
+                .with_input_responses(answers(input.input_requests.as_ref().unwrap(), "x")),
+        )
+        .await;
+    let Err(ServiceError::McpError(error)) = retry else {
+        panic!("{retry:?}")
+    };
+    assert_eq!(error.code.0, -32602);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_write_through_another_request_reaches_a_listen_stream() {
+    let handler = RecordingClient::new(Sampling::Unsupported);
+    let client = support::connect_with(handler.clone(), &["--memory"]).await;
+    let watch = support::watch(&client, &handler, &["pkb://notes/todo"]).await;
+    call(&client, "write", json!({"title": "Todo", "body": "changed", "overwrite": true})).await;
+    call(&client, "delete", json!({"id": "todo"})).await;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let updated = handler.updated.lock().unwrap().clone();
+        let lists = *handler.list_changed.lock().unwrap();
+        if updated.iter().filter(|u| *u == "pkb://notes/todo").count() == 2 && lists == 1 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{updated:?} {lists}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    drop(watch);
+    client.cancel().await.unwrap();
+}
+}
+
+/// `method` sent as a 2026-07-28 request over stdio, and its answer.
+async fn stdio_request(method: &str, params: Value) -> Value {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut child = tokio::process::Command::new(support::server_binary())
+        .args(["--memory"])
+        .env_remove("PKB_DB")
+        .env("RUST_LOG", "error")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn pkb-server");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let message = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    stdin
+        .write_all(format!("{message}\n").as_bytes())
+        .await
+        .unwrap();
+    let line = lines.next_line().await.unwrap().expect("an answer");
+    serde_json::from_str(&line).unwrap()
+}
+
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
+    })
+}
+
+/// The methods 2026-07-28 removed, with params that would be valid on older revisions.
+fn removed_methods() -> Vec<(&'static str, Value)> {
+    vec![
+        ("ping", json!({"_meta": meta()})),
+        (
+            "initialize",
+            json!({"_meta": meta(), "protocolVersion": "2026-07-28", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}),
+        ),
+        (
+            "logging/setLevel",
+            json!({"_meta": meta(), "level": "info"}),
+        ),
+        (
+            "resources/subscribe",
+            json!({"_meta": meta(), "uri": "pkb://notes/todo"}),
+        ),
+        (
+            "resources/unsubscribe",
+            json!({"_meta": meta(), "uri": "pkb://notes/todo"}),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn removed_methods_are_not_found_on_stdio() {
+    for (method, params) in removed_methods() {
+        let answer = stdio_request(method, params).await;
+        assert_eq!(answer["error"]["code"], -32601, "{method}: {answer}");
+    }
+}
+
+#[tokio::test]
+async fn removed_methods_are_404_over_http() {
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    let http = support::http_client();
+    for (method, params) in removed_methods() {
+        let mut request = http
+            .post(&server.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method)
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
+        if let Some(uri) = params.get("uri").and_then(Value::as_str) {
+            request = request.header("mcp-name", uri);
+        }
+        let answer = request.send().await.unwrap();
+        assert_eq!(answer.status(), 404, "{method}");
+        let body: Value = answer.json().await.unwrap();
+        assert_eq!(body["error"]["code"], -32601, "{method}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn every_revision_is_served_side_by_side_by_one_server() {
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    let old = support::REVISION
+        .scope(support::Revision::Sessions, async {
+            connect_http(
+                RecordingClient::new(Sampling::Unsupported),
+                &server.url,
+                None,
+            )
+            .await
+        })
+        .await;
+    let new = support::REVISION
+        .scope(support::Revision::Stateless, async {
+            connect_http(
+                RecordingClient::new(Sampling::Unsupported),
+                &server.url,
+                None,
+            )
+            .await
+        })
+        .await;
+    assert_eq!(
+        old.peer_info().unwrap().protocol_version.as_str(),
+        "2025-11-25"
+    );
+    assert_eq!(
+        new.peer_info().unwrap().protocol_version.as_str(),
+        "2026-07-28"
+    );
+    call(
+        &old,
+        "write",
+        json!({"title": "From the old client", "body": "hello"}),
+    )
+    .await;
+    let fetched = call(&new, "fetch", json!({"id": "from-the-old-client"})).await;
+    assert_eq!(structured(&fetched)["note"]["body"], "hello");
+    // Each older revision's initialize is answered with that revision.
+    let raw = support::RawHttp::new(&server.url, None);
+    for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        let answer = raw
+            .request(
+                "initialize",
+                json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}),
+            )
+            .await;
+        assert_eq!(answer.result()["protocolVersion"], version);
+    }
+    old.cancel().await.unwrap();
+    new.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn servers_sharing_a_state_key_accept_each_others_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("state.key");
+    std::fs::write(&key, "0123456789abcdef0123456789abcdef-shared\n").unwrap();
+    let other_key = dir.path().join("other.key");
+    std::fs::write(&other_key, "another key of at least thirty-two bytes").unwrap();
+    let key_args = |file: &std::path::Path| {
+        vec![
+            "--memory".to_owned(),
+            "--state-key-file".to_owned(),
+            file.display().to_string(),
+        ]
+    };
+    let start = |args: Vec<String>| async move {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        HttpServerProcess::start(&args).await
+    };
+    let first = start(key_args(&key)).await;
+    let second = start(key_args(&key)).await;
+    let stranger = start(key_args(&other_key)).await;
+    let client = |url: String| async move {
+        support::REVISION
+            .scope(support::Revision::Stateless, async {
+                connect_http(
+                    RecordingClient::new(Sampling::Reply("s".into())),
+                    &url,
+                    None,
+                )
+                .await
+            })
+            .await
+    };
+    let on_first = client(first.url.clone()).await;
+    let input = match on_first
+        .call_tool_once(summarize_params("summarize", "todo"))
+        .await
+    {
+        Ok(CallToolResponse::InputRequired(input)) => input,
+        other => panic!("{other:?}"),
+    };
+    let retry = summarize_params("summarize", "todo")
+        .with_request_state(input.request_state.clone().unwrap())
+        .with_input_responses(answers(
+            input.input_requests.as_ref().unwrap(),
+            "From the balancer.",
+        ));
+    let on_second = client(second.url.clone()).await;
+    let done = on_second.call_tool_once(retry.clone()).await.unwrap();
+    let CallToolResponse::Complete(done) = done else {
+        panic!("{done:?}")
+    };
+    assert_eq!(structured(&done)["summary"], "From the balancer.");
+    let on_stranger = client(stranger.url.clone()).await;
+    let refused = on_stranger.call_tool_once(retry).await;
+    assert!(
+        matches!(&refused, Err(ServiceError::McpError(e)) if e.code.0 == -32602),
+        "{refused:?}"
+    );
+
+    let short = dir.path().join("short.key");
+    std::fs::write(&short, "too short").unwrap();
+    let (status, _, stderr) = support::run_command(&[
+        "--memory",
+        "--state-key-file",
+        short.to_str().unwrap(),
+        "tools",
+    ]);
+    assert!(status.success(), "tools does not read the key: {stderr}");
+    let mut bad = tokio::process::Command::new(support::server_binary())
+        .args(["--memory", "--state-key-file", short.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!bad.status.success());
+    bad.stderr.truncate(400);
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("needs at least 32"), "{stderr}");
+}
+
+#[tokio::test]
+async fn another_users_state_is_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().to_str().unwrap();
+    let token = |name: &str| {
+        let (status, stdout, stderr) =
+            support::run_command(&["--data-dir", dir, "token", "create", name]);
+        assert!(status.success(), "{stderr}");
+        stdout.trim().to_owned()
+    };
+    let (alice, bob) = (token("alice"), token("bob"));
+    let server = HttpServerProcess::start(&["--auth", "tokens", "--data-dir", dir]).await;
+    let as_user = |token: String| {
+        let url = server.url.clone();
+        async move {
+            support::REVISION
+                .scope(support::Revision::Stateless, async {
+                    connect_http(
+                        RecordingClient::new(Sampling::Reply("s".into())),
+                        &url,
+                        Some(&token),
+                    )
+                    .await
+                })
+                .await
+        }
+    };
+    let alice_client = as_user(alice).await;
+    let input = match alice_client
+        .call_tool_once(summarize_params("summarize", "todo"))
+        .await
+    {
+        Ok(CallToolResponse::InputRequired(input)) => input,
+        other => panic!("{other:?}"),
+    };
+    let bob_client = as_user(bob).await;
+    let stolen = bob_client
+        .call_tool_once(
+            summarize_params("summarize", "todo")
+                .with_request_state(input.request_state.clone().unwrap())
+                .with_input_responses(answers(input.input_requests.as_ref().unwrap(), "x")),
+        )
+        .await;
+    assert!(
+        matches!(&stolen, Err(ServiceError::McpError(e)) if e.code.0 == -32602),
+        "{stolen:?}"
+    );
+}
