@@ -34,6 +34,8 @@ pub struct Peer {
     line: String,
     next_id: u64,
     name: &'static str,
+    /// The `_meta` every request carries on the stateless revision; `None` in a session.
+    meta: Option<Value>,
 }
 
 /// The initialize request, sent first.
@@ -71,6 +73,7 @@ impl Peer {
             line: String::with_capacity(64 * 1024),
             next_id: 1,
             name: launch.name,
+            meta: None,
         };
         peer.send(init.as_bytes())?;
         let answer = loop {
@@ -92,6 +95,46 @@ impl Peer {
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         peer.send(format!("{initialized}\n").as_bytes())?;
         Ok((peer, elapsed))
+    }
+
+    /// Spawns the server and speaks the stateless 2026-07-28 revision to it: no
+    /// initialize, `server/discover` first, `_meta` on every request.
+    pub fn start_stateless(launch: &Launch) -> Result<Peer, Error> {
+        let mut child = Command::new(&launch.program)
+            .args(&launch.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", launch.program.display()))?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": { "name": "pkb-bench", "version": env!("CARGO_PKG_VERSION") },
+        });
+        let mut peer = Peer {
+            child,
+            stdin: Some(stdin),
+            stdout: BufReader::with_capacity(256 * 1024, stdout),
+            line: String::with_capacity(64 * 1024),
+            next_id: 1,
+            name: launch.name,
+            meta: Some(meta.clone()),
+        };
+        let discover = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": meta}});
+        let (_, answer) = peer.round_trip(0, &format!("{discover}\n"))?;
+        let versions = answer
+            .pointer("/result/supportedVersions")
+            .and_then(Value::as_array);
+        if !versions.is_some_and(|v| v.contains(&json!("2026-07-28"))) {
+            return Err(format!(
+                "{}: 2026-07-28 is not served: {answer}",
+                launch.name
+            ));
+        }
+        Ok(peer)
     }
 
     /// The name it answers initialize with.
@@ -126,10 +169,13 @@ impl Peer {
     pub fn tool_request(&mut self, tool: &str, args: &Value) -> (u64, String) {
         let id = self.next_id;
         self.next_id += 1;
-        let request = json!({
+        let mut request = json!({
             "jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": { "name": tool, "arguments": args },
         });
+        if let Some(meta) = &self.meta {
+            request["params"]["_meta"] = meta.clone();
+        }
         (id, format!("{request}\n"))
     }
 

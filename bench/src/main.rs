@@ -34,7 +34,8 @@ usage: cargo run --release -p pkb-bench -- [options]
   --json FILE        also write the results as JSON to FILE
   --sizes LIST       store sizes for the scale phase, or `none` [default: 10000,100000]
   --only LIST        run only these parts of the fresh-store phase, for profiling:
-                     cold,echo,fetch,search,write,pipelined [default: all]
+                     cold,echo,fetch,search,write,stateless,pipelined
+                     [default: all]
   --calls N          sequential calls per tool, after warm-up [default: 5000]
   --warmup N         warm-up calls before each sequential run [default: 500]
   --pipelined N      calls in the pipelined run [default: 20000]
@@ -274,6 +275,12 @@ fn targets_unchecked(key: &Key) -> Vec<Target> {
         name: "fetch round trip p50 <= 2x the floor".into(),
         measured: format!("{} vs {} = {:.2}x", us(s), us(f), ratio(s, f)),
         holds: Some(ratio(s, f) <= 2.0),
+    });
+    let [new, old] = key.stateless_fetch_p50;
+    out.push(Target {
+        name: "fetch p50 at 2026-07-28 (stateless) <= 1.2x that at 2025-11-25".into(),
+        measured: format!("{} vs {} = {:.2}x", us(new), us(old), ratio(new, old)),
+        holds: Some(ratio(new, old) <= 1.2),
     });
     let [s, f] = key.pipelined;
     out.push(Target {

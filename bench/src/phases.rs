@@ -39,6 +39,8 @@ pub struct Key {
     pub fetch_p50: [f64; 2],
     /// Pipelined fetch: server, floor (calls/s).
     pub pipelined: [f64; 2],
+    /// Fetch round trip p50 at 2026-07-28 and at 2025-11-25, run alongside (µs).
+    pub stateless_fetch_p50: [f64; 2],
     /// Write round trip p50 (µs).
     pub write_p50: f64,
     /// A bare 4 KiB write + fdatasync on the store's disk, p50 (µs).
@@ -53,6 +55,7 @@ impl Default for Key {
             echo_p50: [f64::NAN; 2],
             fetch_p50: [f64::NAN; 2],
             pipelined: [f64::NAN; 2],
+            stateless_fetch_p50: [f64::NAN; 2],
             write_p50: f64::NAN,
             fsync_p50: f64::NAN,
             scale: Default::default(),
@@ -238,6 +241,33 @@ pub fn fresh(
             Some(vec![f_cpu]),
         );
         rss_row(report, FRESH, &format!("after {tool}"), &srv, &flr);
+    }
+
+    if config.runs("stateless") {
+        eprintln!(
+            "pkb-bench: {FRESH}: {} sequential fetch calls at 2026-07-28 and 2025-11-25",
+            config.calls
+        );
+        // A second server on the same store, spoken to statelessly; the session server
+        // runs the same calls alongside, so the two figures are taken together.
+        let mut stateless = Peer::start_stateless(&server)?;
+        let calls = fresh_calls("fetch", config.warmup + config.calls, &catalog, &index);
+        let out = measure::sequential(
+            &mut [&mut stateless, &mut srv],
+            &calls,
+            config.warmup,
+            &catalog,
+        )?;
+        let [new, old] = [0, 1].map(|i| p50_p99(out[i].samples.clone()));
+        key.stateless_fetch_p50 = [new[0], old[0]];
+        report.row(
+            FRESH,
+            "fetch p50 / p99 at 2026-07-28, stateless (floor column: 2025-11-25, session)",
+            Unit::Micros,
+            new,
+            Some(old),
+        );
+        stateless.stop()?;
     }
 
     if config.runs("pipelined") {

@@ -205,6 +205,9 @@ impl PkbServer {
         context = context.with_changes(Arc::clone(&self.changes), user.storage_key().into());
         if is_stateless(request) {
             context = context.stateless();
+            // A stateless session has no initialize: its first request shows its client
+            // handle, from which `DirectCalls` answers the session's later calls.
+            let _ = self.peer.set(request.peer.clone());
         }
         Ok(context)
     }
@@ -218,11 +221,13 @@ impl PkbServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let user_key = self.user_of(context)?.storage_key();
-        let call = CallIdentity::new(&request.name, request.arguments.as_ref());
+        // What identifies the call in its state; hashed only when a state is read or made,
+        // which a plain call never needs.
+        let identity = || CallIdentity::new(&request.name, request.arguments.as_ref());
         // Answers count only with the state this server sealed for this call and user.
         let answers = match &request.request_state {
-            Some(state) if self.round_states.verify(state, &call, &user_key) => {
-                request.input_responses.unwrap_or_default()
+            Some(state) if self.round_states.verify(state, &identity(), &user_key) => {
+                request.input_responses.clone().unwrap_or_default()
             }
             Some(_) => {
                 return Err(invalid_params(
@@ -231,6 +236,7 @@ impl PkbServer {
             }
             None => InputResponses::default(),
         };
+        let call = identity;
         let round = Arc::new(InputRound::new(answers));
         let ctx = self
             .context(context)
@@ -238,7 +244,7 @@ impl PkbServer {
             .with_input_round(Arc::clone(&round));
         let Some(result) = self
             .registry
-            .call_tool(ctx, &request.name, request.arguments)
+            .call_tool(ctx, &request.name, request.arguments.clone())
             .await
         else {
             return Err(invalid_params(format!("unknown tool: {}", request.name)));
@@ -248,7 +254,7 @@ impl PkbServer {
             Some(asked) => {
                 let state = self
                     .round_states
-                    .seal(&call, &user_key, self.sampling_timeout)
+                    .seal(&call(), &user_key, self.sampling_timeout)
                     .map_err(|e| ErrorData::internal_error(e, None))?;
                 Ok(input_required(asked, state).into())
             }

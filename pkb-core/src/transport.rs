@@ -20,7 +20,7 @@ pub use in_flight::MAX_IN_FLIGHT;
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequestParams, ClientNotification, ClientRequest, JsonRpcMessage, NumberOrString,
-    Request, RequestId,
+    ProtocolVersion, Request, RequestId, RequestMetaObject,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -240,13 +240,16 @@ where
                 );
                 continue;
             }
-            let value = match plain_call_tool(value) {
-                Ok((id, call)) => {
+            let direct_peer = self.direct.as_ref().and_then(|direct| direct.peer());
+            let value = match plain_call_tool(value, direct_peer.is_some()) {
+                Ok((id, call, meta)) => {
                     if let Some(direct) = &self.direct
                         && let Some(peer) = direct.peer()
                     {
                         let permit = self.in_flight.take();
-                        direct.answer(peer, id, call, &self.writer, permit).await;
+                        direct
+                            .answer(peer, id, call, meta, &self.writer, permit)
+                            .await;
                         continue;
                     }
                     self.in_flight.hold_for(id.clone());
@@ -319,14 +322,18 @@ where
 
 /// A `tools/call` request of the plain shape (`jsonrpc`, `id`, `method` and `params` holding a
 /// `name` and optional `arguments`, nothing else): its id and params, as rmcp's own decoder
-/// makes them (no `_meta`, so nothing else to carry). Anything else, including every malformed
-/// call, is handed back for the generic path, so errors and rarer fields behave exactly as
-/// before.
-fn plain_call_tool(value: Value) -> Result<(RequestId, CallToolRequestParams), Value> {
+/// makes them. With `stateless_meta`, the params may also hold the `_meta` of a 2026-07-28
+/// request (see [`stateless_meta`]), returned for the handler's context. Anything else,
+/// including every malformed call, is handed back for the generic path, so errors and rarer
+/// fields behave exactly as before.
+fn plain_call_tool(
+    value: Value,
+    stateless_meta: bool,
+) -> Result<(RequestId, CallToolRequestParams, Option<RequestMetaObject>), Value> {
     let Value::Object(mut object) = value else {
         return Err(value);
     };
-    let Some(id) = plain_call_tool_id(&object) else {
+    let Some(id) = plain_call_tool_id(&object, stateless_meta) else {
         return Err(Value::Object(object));
     };
     let mut params = match object.remove("params") {
@@ -341,7 +348,24 @@ fn plain_call_tool(value: Value) -> Result<(RequestId, CallToolRequestParams), V
     if let Some(Value::Object(arguments)) = params.remove("arguments") {
         call = call.with_arguments(arguments);
     }
-    Ok((id, call))
+    let meta = match params.remove("_meta") {
+        Some(Value::Object(meta)) => Some(RequestMetaObject::from(meta)),
+        _ => None,
+    };
+    Ok((id, call, meta))
+}
+
+/// Whether `meta` is the complete `_meta` of a request of the stateless revision this server
+/// serves: the direct path may answer it, rmcp's handler checks it the same way there. Any
+/// other `_meta` (a progress token alone, an unknown revision) takes the generic path.
+fn stateless_meta(meta: &Value) -> bool {
+    // The shape only: rmcp's handler decodes and checks the capabilities on either path.
+    meta.get("io.modelcontextprotocol/protocolVersion")
+        .and_then(Value::as_str)
+        == Some(ProtocolVersion::V_2026_07_28.as_str())
+        && meta
+            .get("io.modelcontextprotocol/clientCapabilities")
+            .is_some_and(Value::is_object)
 }
 
 /// The message rmcp's decoder makes of a plain call: the same `CallToolRequest`, with empty
@@ -352,7 +376,10 @@ fn call_tool_message(id: RequestId, call: CallToolRequestParams) -> RxJsonRpcMes
 
 /// The id of a plain `tools/call` request (see [`plain_call_tool`]); `None` for any other
 /// message.
-fn plain_call_tool_id(object: &Map<String, Value>) -> Option<RequestId> {
+fn plain_call_tool_id(
+    object: &Map<String, Value>,
+    stateless_meta_allowed: bool,
+) -> Option<RequestId> {
     let params = object.get("params")?.as_object()?;
     let plain = object
         .keys()
@@ -361,7 +388,10 @@ fn plain_call_tool_id(object: &Map<String, Value>) -> Option<RequestId> {
         && object.get("method")?.as_str()? == "tools/call"
         && params
             .keys()
-            .all(|k| matches!(k.as_str(), "name" | "arguments"))
+            .all(|k| matches!(k.as_str(), "name" | "arguments" | "_meta"))
+        && params
+            .get("_meta")
+            .is_none_or(|meta| stateless_meta_allowed && stateless_meta(meta))
         && params.get("name")?.is_string()
         && params
             .get("arguments")
@@ -475,8 +505,9 @@ mod tests {
                    "params": {"name": "", "arguments": {}}}),
         ];
         for call in calls {
-            let (id, params) =
-                plain_call_tool(call.clone()).expect("a plain call takes the fast path");
+            let (id, params, meta) =
+                plain_call_tool(call.clone(), true).expect("a plain call takes the fast path");
+            assert!(meta.is_none());
             let fast = call_tool_message(id, params);
             let slow = generic(&call).expect("rmcp decodes it");
             assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{call}");
@@ -549,9 +580,39 @@ mod tests {
         ];
         for other in others {
             assert_eq!(
-                plain_call_tool(other.clone()).expect_err("not a plain call"),
+                plain_call_tool(other.clone(), true).expect_err("not a plain call"),
                 other
             );
+        }
+    }
+
+    #[test]
+    fn a_stateless_calls_meta_goes_to_the_direct_path_once_it_may() {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+            "io.modelcontextprotocol/logLevel": "info",
+        });
+        let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                          "params": {"name": "echo", "_meta": meta}});
+        // Before the session has started, rmcp's loop must see it.
+        assert_eq!(plain_call_tool(call.clone(), false).unwrap_err(), call);
+        let (_, params, found) = plain_call_tool(call, true).expect("the direct path");
+        assert_eq!(params.name, "echo");
+        let found = found.expect("the _meta");
+        assert_eq!(found.protocol_version().unwrap().as_str(), "2026-07-28");
+        assert!(found.client_capabilities().unwrap().sampling.is_some());
+        for incomplete in [
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"}),
+            json!({"io.modelcontextprotocol/protocolVersion": "2025-11-25",
+                   "io.modelcontextprotocol/clientCapabilities": {}}),
+            json!({"io.modelcontextprotocol/protocolVersion": "2027-01-01",
+                   "io.modelcontextprotocol/clientCapabilities": {}}),
+            json!("not an object"),
+        ] {
+            let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                              "params": {"name": "echo", "_meta": incomplete}});
+            assert_eq!(plain_call_tool(call.clone(), true).unwrap_err(), call);
         }
     }
 }

@@ -385,6 +385,9 @@ async fn delete_removes_a_note_from_every_surface_and_tells_subscribers() {
     .await;
     let saved = call(&client, "summarize_and_save", json!({"id": "deploy-checklist"})).await;
     assert_eq!(structured(&saved)["id"], "deploy-checklist-summary");
+    // The summary's own creation is announced first; on a listen stream it may arrive after
+    // the call's answer.
+    eventually(|| *handler.list_changed.lock().unwrap() >= 1).await;
     let lists_before = *handler.list_changed.lock().unwrap();
 
     let deleted = call(&client, "delete", json!({"id": "  deploy-checklist "})).await;

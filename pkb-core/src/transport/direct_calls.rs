@@ -14,7 +14,10 @@
 //! the end of input waits for answers still on their way. It waits before rmcp's loop learns
 //! of the end: the loop still carries the handlers' notifications meanwhile, which a `write`
 //! awaits before its answer (rmcp's own drain, after the loop, loses such answers).
-//! Before `initialize` has succeeded every call goes to rmcp, which refuses it.
+//! Before `initialize` has succeeded every call goes to rmcp, which refuses it. On the
+//! stateless revision the first request starts rmcp's session; once a handler has seen its
+//! peer, calls whose `_meta` is that revision's are answered here too, with that `_meta` in
+//! the handler's context as rmcp's loop would put it.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -25,7 +28,8 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use rmcp::model::{
-    CallToolRequestParams, ClientRequest, ErrorData, Request, RequestId, ServerJsonRpcMessage,
+    CallToolRequestParams, ClientRequest, ErrorData, Request, RequestId, RequestMetaObject,
+    ServerJsonRpcMessage,
 };
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer, Service};
@@ -73,7 +77,8 @@ impl DirectCalls {
         })
     }
 
-    /// The session's client handle once `initialize` has succeeded; until then calls go to rmcp.
+    /// The session's client handle once `initialize` has succeeded (or a stateless request
+    /// has been served); until then calls go to rmcp.
     pub(super) fn peer(&self) -> Option<&Peer<RoleServer>> {
         self.server.peer()
     }
@@ -85,12 +90,18 @@ impl DirectCalls {
         peer: &Peer<RoleServer>,
         id: RequestId,
         call: CallToolRequestParams,
+        meta: Option<RequestMetaObject>,
         writer: &Arc<tokio::sync::Mutex<W>>,
         permit: Option<OwnedSemaphorePermit>,
     ) where
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let context = RequestContext::new(id.clone(), peer.clone());
+        let mut context = RequestContext::new(id.clone(), peer.clone());
+        // A 2026-07-28 request's revision, capabilities and log level, where rmcp's loop
+        // would put them.
+        if let Some(meta) = meta {
+            context.meta = meta;
+        }
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         lock(&self.running).insert(id, (ticket, context.ct.clone()));
         let answering = self
