@@ -39,6 +39,8 @@ pub struct Key {
     pub fetch_p50: [f64; 2],
     /// Pipelined fetch: server, floor (calls/s).
     pub pipelined: [f64; 2],
+    /// Pipelined writes, each durable before its answer: server, floor (calls/s).
+    pub pipelined_writes: [f64; 2],
     /// Fetch round trip p50 at 2026-07-28 and at 2025-11-25, run alongside (µs).
     pub stateless_fetch_p50: [f64; 2],
     /// Write round trip p50 (µs).
@@ -56,6 +58,7 @@ impl Default for Key {
             fetch_p50: [f64::NAN; 2],
             pipelined: [f64::NAN; 2],
             stateless_fetch_p50: [f64::NAN; 2],
+            pipelined_writes: [f64::NAN; 2],
             write_p50: f64::NAN,
             fsync_p50: f64::NAN,
             scale: Default::default(),
@@ -295,6 +298,40 @@ pub fn fresh(
             Some(vec![rates[1]]),
         );
         rss_row(report, FRESH, "after pipelined fetch", &srv, &flr);
+    }
+    if config.runs("pipelined-write") {
+        const WARM: usize = 500;
+        let n = config.pipelined / 5;
+        eprintln!(
+            "pkb-bench: {FRESH}: {n} pipelined write calls, {} in flight",
+            config.window
+        );
+        // New notes of their own, after the sequential writes' ones.
+        let (corpus, _) = corpus::generate(0);
+        let mut rng = Rng(corpus::SEED ^ 0x99);
+        let writes: Vec<Call> = (0..WARM + n)
+            .map(|k| Call::write(&corpus.note(&mut rng, 2_000_000 + k)))
+            .collect();
+        let (warm, calls) = writes.split_at(WARM);
+        let rates = measure::pipelined(
+            &mut [&mut srv, &mut flr],
+            calls,
+            warm,
+            config.window,
+            4,
+            &catalog,
+        )?;
+        key.pipelined_writes = rates;
+        report.row(
+            FRESH,
+            &format!(
+                "pipelined write, {} in flight, each durable before its answer",
+                config.window
+            ),
+            Unit::PerSec,
+            vec![rates[0]],
+            Some(vec![rates[1]]),
+        );
     }
     srv.stop()?;
     flr.stop()?;

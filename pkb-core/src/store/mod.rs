@@ -8,6 +8,7 @@
 //! asked for.
 
 mod change_watch;
+mod group_commit;
 mod index_merge;
 mod note_cache;
 mod page_check;

@@ -16,6 +16,7 @@ use rusqlite::{
 };
 
 use super::change_watch::ChangeWatch;
+use super::group_commit::{self, WriteQueue};
 use super::index_merge::{self, Upkeep};
 use super::note_cache::NoteCache;
 use super::page_check::{self, PageCheck, Verdict};
@@ -102,6 +103,8 @@ pub(super) struct SqliteBackend {
     /// closes before the writer.
     changes: ChangeWatch,
     writer: Mutex<Connection>,
+    /// Requests' writes waiting to be committed by whichever holds the writer next.
+    queue: WriteQueue,
     /// The file, or `None` in memory; named in error messages.
     path: Option<PathBuf>,
     /// The read of every page for damage; see [`page_check`].
@@ -220,6 +223,7 @@ impl SqliteBackend {
         let backend = SqliteBackend {
             readers: Some(ReaderPool::new(path.to_owned(), options.max_readers)),
             writer: Mutex::new(conn),
+            queue: WriteQueue::default(),
             path: Some(path.to_owned()),
             pages,
             checkpoints_on: AtomicBool::new(false),
@@ -252,6 +256,7 @@ impl SqliteBackend {
         Ok(SqliteBackend {
             readers: None,
             writer: Mutex::new(conn),
+            queue: WriteQueue::default(),
             path: None,
             pages: PageCheck::done(Verdict::Sound),
             checkpoints_on: AtomicBool::new(true),
@@ -337,9 +342,42 @@ impl SqliteBackend {
         self.read_quietly("run a test", f).expect("test read")
     }
 
-    /// Runs `f` for a request in an IMMEDIATE transaction and commits it; `action` names it
-    /// in errors.
-    fn write<T>(
+    /// Runs `f` for a request and commits it, together with the other requests' writes that
+    /// wait meanwhile (group commit: see [`WriteQueue`]); answers once it is durable. `action` names it in
+    /// errors.
+    fn write<T, F>(&self, action: &'static str, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: Fn(&Transaction<'_>) -> rusqlite::Result<T> + Send + 'static,
+    {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.refuse_if_damaged()?;
+        self.wrote.store(true, Ordering::Relaxed);
+        let slot = self.queue.push(f);
+        loop {
+            if let Some(result) = slot.take() {
+                return result.map_err(self.fail(action));
+            }
+            let mut conn = lock(&self.writer);
+            // The thread that held the writer may have committed this write with its own.
+            if let Some(result) = slot.take() {
+                return result.map_err(self.fail(action));
+            }
+            let group = self.queue.take_group();
+            if group.is_empty() {
+                // Not settled and not queued: its group ended without settling it.
+                return Err(group_commit::aborted("the write was lost")).map_err(self.fail(action));
+            }
+            // Each write's result, the commit's failure included, is in its slot.
+            let _ =
+                group_commit::commit_group(&mut conn, group, |conn| self.allow_checkpoints(conn));
+            self.changes.wrote();
+        }
+    }
+
+    /// Runs `f` for a request in an IMMEDIATE transaction of its own, for what must not share
+    /// one (a rebuild, a check); `action` names it in errors.
+    fn write_alone<T>(
         &self,
         action: &'static str,
         f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T>,
@@ -888,8 +926,8 @@ impl NoteBackend for SqliteBackend {
     }
 
     fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
-        self.write("save a note", |tx| {
-            put_in(tx, draft, mode, Stamps::now(&now_rfc3339()))
+        self.write("save a note", move |tx| {
+            put_in(tx, draft.clone(), mode, Stamps::now(&now_rfc3339()))
         })
     }
 
@@ -898,24 +936,25 @@ impl NoteBackend for SqliteBackend {
         notes: Vec<(NoteDraft, NoteDates)>,
         mode: PutMode,
     ) -> Result<Vec<PutOutcome>, StoreError> {
-        self.write("save notes", |tx| {
+        self.write("save notes", move |tx| {
             let now = now_rfc3339();
             notes
-                .into_iter()
+                .iter()
                 .map(|(draft, dates)| {
                     let stamps = Stamps {
                         created: dates.created_at.as_deref(),
                         updated: dates.updated_at.as_deref().unwrap_or(&now),
                     };
-                    put_in(tx, draft, mode, stamps)
+                    put_in(tx, draft.clone(), mode, stamps)
                 })
                 .collect()
         })
     }
 
     fn delete(&self, id: &str) -> Result<bool, StoreError> {
-        self.write("delete a note", |tx| {
-            let Some(old) = stored_row(tx, id)? else {
+        let id = id.to_owned();
+        self.write("delete a note", move |tx| {
+            let Some(old) = stored_row(tx, &id)? else {
                 return Ok(false);
             };
             unindex_row(tx, &old)?;
@@ -1043,7 +1082,7 @@ impl NoteBackend for SqliteBackend {
     }
 
     fn rebuild_indexes(&self) -> Result<u64, StoreError> {
-        self.write("rebuild the indexes", |tx| {
+        self.write_alone("rebuild the indexes", |tx| {
             // FTS5 re-reads its external content, the notes table, for 'rebuild'.
             tx.execute_batch(
                 "DELETE FROM note_tags;
@@ -1098,7 +1137,7 @@ impl NoteBackend for SqliteBackend {
         }
         // FTS5 compares its index with the notes table; it is an INSERT, so it needs the
         // writer, and it changes nothing.
-        let fts = self.write("check the search index", |tx| {
+        let fts = self.write_alone("check the search index", |tx| {
             tx.execute(
                 "INSERT INTO notes_fts (notes_fts, rank) VALUES ('integrity-check', 1)",
                 [],

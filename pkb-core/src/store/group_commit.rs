@@ -1,0 +1,256 @@
+//! Group commit: writes that arrive while another is committing wait for the writer, and the
+//! first of them to get it commits them all in one transaction: one fsync for the group
+//! (`synchronous=FULL` unchanged), and each write answered only once its own data is durable.
+//!
+//! The group runs without savepoints, since FTS5 writes its pending index data out at every
+//! savepoint (one index segment per write otherwise). Should a write fail, the transaction is
+//! rolled back and the group run again with each write in a savepoint of its own: the failing
+//! one is undone alone and the others commit. A commit that fails fails every write of the
+//! group, none of which is then on disk.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+use crate::framework::context::lock;
+
+/// A write waiting for its group. Writes can run twice (see the module's notes), so they
+/// are `Fn`.
+pub(super) trait PendingWrite: Send {
+    /// Runs the write in the group's transaction; whether it succeeded.
+    fn run(&mut self, tx: &Transaction<'_>) -> bool;
+    /// Runs the write in a savepoint of its own, undone alone if it fails.
+    fn run_isolated(&mut self, tx: &Transaction<'_>);
+    /// Tells the writer's thread how its group ended: with the commit's outcome.
+    fn settle(self: Box<Self>, commit: &rusqlite::Result<()>);
+}
+
+/// The writes waiting for the next group.
+#[derive(Default)]
+pub(super) struct WriteQueue {
+    pending: Mutex<Vec<Box<dyn PendingWrite>>>,
+}
+
+impl WriteQueue {
+    /// Adds a write; its result arrives in `slot`.
+    pub(super) fn push<T, F>(&self, write: F) -> Arc<Slot<T>>
+    where
+        T: Send + 'static,
+        F: Fn(&Transaction<'_>) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let slot = Arc::new(Slot::default());
+        lock(&self.pending).push(Box::new(Write {
+            write,
+            outcome: None,
+            slot: Arc::clone(&slot),
+        }));
+        slot
+    }
+
+    /// Every write waiting now, for one group.
+    pub(super) fn take_group(&self) -> Vec<Box<dyn PendingWrite>> {
+        std::mem::take(&mut *lock(&self.pending))
+    }
+}
+
+/// Commits `group` on `conn`, after `prepare`, and settles every write of it; the commit's
+/// outcome.
+pub(super) fn commit_group(
+    conn: &mut Connection,
+    mut group: Vec<Box<dyn PendingWrite>>,
+    prepare: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
+    let commit = (|| {
+        prepare(conn)?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut all_ran = true;
+        for write in &mut group {
+            if !write.run(&tx) {
+                all_ran = false;
+                break;
+            }
+        }
+        if all_ran {
+            return tx.commit();
+        }
+        tx.rollback()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for write in &mut group {
+            write.run_isolated(&tx);
+        }
+        tx.commit()
+    })();
+    let outcome = commit.as_ref().map(|_| ()).map_err(copy_error);
+    for write in group {
+        write.settle(&commit);
+    }
+    outcome
+}
+
+/// Where a write's result waits for its thread. The thread waits for the writer's lock, not
+/// for the slot: whoever holds the lock settles every write it took before letting go, so a
+/// thread that gets the lock finds its result, or its write still queued.
+pub(super) struct Slot<T> {
+    result: Mutex<Option<rusqlite::Result<T>>>,
+}
+
+impl<T> Default for Slot<T> {
+    fn default() -> Self {
+        Self {
+            result: Mutex::new(None),
+        }
+    }
+}
+
+impl<T> Slot<T> {
+    /// The result, if the write's group has ended.
+    pub(super) fn take(&self) -> Option<rusqlite::Result<T>> {
+        lock(&self.result).take()
+    }
+
+    fn fill(&self, result: rusqlite::Result<T>) {
+        *lock(&self.result) = Some(result);
+    }
+}
+
+struct Write<T, F> {
+    write: F,
+    outcome: Option<rusqlite::Result<T>>,
+    slot: Arc<Slot<T>>,
+}
+
+impl<T, F> Write<T, F>
+where
+    F: Fn(&Transaction<'_>) -> rusqlite::Result<T>,
+{
+    /// The write's result; a panic in it (a bug) must not take the others' answers along.
+    fn attempt(&self, tx: &Transaction<'_>) -> rusqlite::Result<T> {
+        std::panic::catch_unwind(AssertUnwindSafe(|| (self.write)(tx)))
+            .unwrap_or_else(|_| Err(aborted("the write failed unexpectedly")))
+    }
+}
+
+impl<T, F> PendingWrite for Write<T, F>
+where
+    T: Send + 'static,
+    F: Fn(&Transaction<'_>) -> rusqlite::Result<T> + Send + 'static,
+{
+    fn run(&mut self, tx: &Transaction<'_>) -> bool {
+        let outcome = self.attempt(tx);
+        let ran = outcome.is_ok();
+        self.outcome = Some(outcome);
+        ran
+    }
+
+    fn run_isolated(&mut self, tx: &Transaction<'_>) {
+        let outcome =
+            tx.execute_batch("SAVEPOINT pkb_write")
+                .and_then(|()| match self.attempt(tx) {
+                    Ok(value) => tx.execute_batch("RELEASE pkb_write").map(|()| value),
+                    Err(error) => {
+                        let _ = tx.execute_batch("ROLLBACK TO pkb_write; RELEASE pkb_write");
+                        Err(error)
+                    }
+                });
+        self.outcome = Some(outcome);
+    }
+
+    fn settle(self: Box<Self>, commit: &rusqlite::Result<()>) {
+        let result = match (commit, self.outcome) {
+            (Ok(()), Some(outcome)) => outcome,
+            // The commit failed (or the transaction never began): nothing of it is on disk.
+            (Err(error), _) => Err(copy_error(error)),
+            (Ok(()), None) => Err(aborted("the write was not run")),
+        };
+        self.slot.fill(result);
+    }
+}
+
+/// An error for a write that did not run to its end.
+pub(super) fn aborted(why: &str) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+        Some(why.to_owned()),
+    )
+}
+
+/// The same error for another write of the group, keeping SQLite's code, which decides how
+/// the store reports it (damage, busy, full disk).
+fn copy_error(error: &rusqlite::Error) -> rusqlite::Error {
+    match error {
+        rusqlite::Error::SqliteFailure(code, message) => {
+            rusqlite::Error::SqliteFailure(*code, message.clone())
+        }
+        other => rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+            Some(other.to_string()),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_group(conn: &mut Connection, queue: &WriteQueue) -> rusqlite::Result<()> {
+        commit_group(conn, queue.take_group(), |_| Ok(()))
+    }
+
+    fn rows(conn: &Connection) -> Vec<i64> {
+        let mut stmt = conn.prepare("SELECT n FROM t ORDER BY n").unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_failing_write_is_undone_alone_and_the_group_commits() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (n INTEGER UNIQUE)")
+            .unwrap();
+        let queue = WriteQueue::default();
+        let first = queue.push(|tx| tx.execute("INSERT INTO t VALUES (1)", []));
+        let failing = queue.push(|tx| {
+            tx.execute("INSERT INTO t VALUES (2)", [])?;
+            tx.execute("INSERT INTO t VALUES (1)", []) // breaks UNIQUE: all of it is undone
+        });
+        let panicking = queue.push(|tx| -> rusqlite::Result<usize> {
+            tx.execute("INSERT INTO t VALUES (4)", [])?;
+            panic!("a bug in one write")
+        });
+        let last = queue.push(|tx| tx.execute("INSERT INTO t VALUES (3)", []));
+        run_group(&mut conn, &queue).unwrap();
+        assert_eq!(first.take().unwrap().unwrap(), 1);
+        assert!(failing.take().unwrap().is_err());
+        assert!(panicking.take().unwrap().is_err());
+        assert_eq!(last.take().unwrap().unwrap(), 1);
+        assert_eq!(rows(&conn), [1, 3]);
+        assert!(first.take().is_none(), "a result is taken once");
+    }
+
+    #[test]
+    fn a_failed_commit_fails_every_write_of_the_group() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE t (n INTEGER PRIMARY KEY);
+             CREATE TABLE r (n INTEGER REFERENCES t(n) DEFERRABLE INITIALLY DEFERRED);
+             PRAGMA foreign_keys = ON;",
+        )
+        .unwrap();
+        let queue = WriteQueue::default();
+        let fine = queue.push(|tx| tx.execute("INSERT INTO t VALUES (1)", []));
+        // A deferred constraint fails only at COMMIT, for the whole group.
+        let dangling = queue.push(|tx| tx.execute("INSERT INTO r VALUES (9)", []));
+        assert!(run_group(&mut conn, &queue).is_err());
+        let fine = fine.take().unwrap().unwrap_err();
+        assert_eq!(
+            fine.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::ConstraintViolation),
+            "the commit's own error, code kept"
+        );
+        assert!(dangling.take().unwrap().is_err());
+        assert!(rows(&conn).is_empty(), "nothing of the group is stored");
+    }
+}
