@@ -6,11 +6,8 @@
 #![allow(deprecated)]
 
 use std::borrow::Cow;
-use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, LazyLock, OnceLock};
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
     CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse,
@@ -276,7 +273,11 @@ impl PkbServer {
         let more = notes.len() > limit;
         notes.truncate(limit);
         let next = more
-            .then(|| notes.last().map(|n| encode_cursor(user, &n.id)))
+            .then(|| {
+                notes
+                    .last()
+                    .and_then(|n| encode_cursor(&self.round_states, user, &n.id))
+            })
             .flatten();
         let resources = notes
             .into_iter()
@@ -290,29 +291,26 @@ impl PkbServer {
     }
 }
 
-const CURSOR_PREFIX: &str = "notes-after:";
-
-/// This process's key for tagging cursors: a cursor carries the note ID it continues after
-/// and a keyed hash of it and of its user, so one made up by a client, issued by another
-/// process, or issued to another user, is refused rather than served.
-static CURSOR_KEY: LazyLock<RandomState> = LazyLock::new(RandomState::new);
-
-fn cursor_tag(user: &User, last_id: &str) -> String {
-    format!("{:016x}", CURSOR_KEY.hash_one((user.identity(), last_id)))
+/// What a resources/list cursor holds: the last note ID of the page it follows. Sealed with
+/// the server's state key and bound to its user, so a cursor made up by a client, or issued
+/// to another user, is refused, and servers sharing `--state-key-file` accept each other's.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct NotesCursor {
+    after: String,
 }
 
-fn encode_cursor(user: &User, last_id: &str) -> String {
-    let tag = cursor_tag(user, last_id);
-    URL_SAFE_NO_PAD.encode(format!("{CURSOR_PREFIX}{last_id}#{tag}"))
+fn encode_cursor(states: &RoundStates, user: &User, last_id: &str) -> Option<String> {
+    let cursor = NotesCursor {
+        after: last_id.to_owned(),
+    };
+    states.seal_token(&cursor, &user.storage_key()).ok()
 }
 
 /// The note ID a cursor continues after, or `None` for a cursor this server never issued
 /// to `user`.
-fn decode_cursor(user: &User, cursor: &str) -> Option<String> {
-    let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
-    let text = String::from_utf8(bytes).ok()?;
-    let (id, tag) = text.strip_prefix(CURSOR_PREFIX)?.split_once('#')?;
-    (is_valid_id(id) && tag == cursor_tag(user, id)).then(|| id.to_string())
+fn decode_cursor(states: &RoundStates, user: &User, cursor: &str) -> Option<String> {
+    let cursor: NotesCursor = states.open_token(cursor, &user.storage_key())?;
+    is_valid_id(&cursor.after).then_some(cursor.after)
 }
 
 fn invalid_params(message: impl Into<Cow<'static, str>>) -> ErrorData {
@@ -462,7 +460,7 @@ impl ServerHandler for PkbServer {
         let (mut resources, after) = match cursor {
             None => (self.registry.static_resources().collect::<Vec<_>>(), None),
             Some(cursor) => {
-                let after = decode_cursor(user, &cursor).ok_or_else(|| {
+                let after = decode_cursor(&self.round_states, user, &cursor).ok_or_else(|| {
                     invalid_params("invalid cursor: pass a nextCursor this server returned")
                 })?;
                 (Vec::new(), Some(after))
@@ -706,33 +704,30 @@ impl ServerHandler for PkbServer {
 mod tests {
     use super::{decode_cursor, encode_cursor};
     use crate::auth::User;
+    use crate::framework::input_rounds::RoundStates;
 
     #[test]
     fn cursors_round_trip_and_reject_forgeries() {
+        let states = RoundStates::with_key(&[3; 32]).unwrap();
         let alice = User::token_user("alice");
+        let issued = encode_cursor(&states, &alice, "todo").unwrap();
         assert_eq!(
-            decode_cursor(&alice, &encode_cursor(&alice, "todo")).as_deref(),
+            decode_cursor(&states, &alice, &issued).as_deref(),
             Some("todo")
         );
-        assert_eq!(decode_cursor(&alice, "garbage!"), None);
-        assert_eq!(decode_cursor(&alice, ""), None);
-        assert_eq!(decode_cursor(&alice, &base64_of("other:todo")), None);
-        assert_eq!(
-            decode_cursor(&alice, &base64_of("notes-after:BAD ID")),
-            None
-        );
-        // Well formed, but not issued: no tag, or another ID's.
-        assert_eq!(decode_cursor(&alice, &base64_of("notes-after:todo")), None);
-        let other = super::cursor_tag(&alice, "zzz");
-        let forged = base64_of(&format!("notes-after:todo#{other}"));
-        assert_eq!(decode_cursor(&alice, &forged), None);
-        // Issued, but to another user.
+        for forged in ["garbage!", "", "rs1.e30.AAAA", "notes-after:todo"] {
+            assert_eq!(decode_cursor(&states, &alice, forged), None, "{forged}");
+        }
+        // Issued, but to another user, or by a server with another key.
         let bob = User::token_user("bob");
-        assert_eq!(decode_cursor(&bob, &encode_cursor(&alice, "todo")), None);
-    }
-
-    fn base64_of(text: &str) -> String {
-        use base64::Engine;
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text)
+        assert_eq!(decode_cursor(&states, &bob, &issued), None);
+        let other = RoundStates::with_key(&[4; 32]).unwrap();
+        assert_eq!(decode_cursor(&other, &alice, &issued), None);
+        // A server sharing the key accepts it.
+        let twin = RoundStates::with_key(&[3; 32]).unwrap();
+        assert_eq!(
+            decode_cursor(&twin, &alice, &issued).as_deref(),
+            Some("todo")
+        );
     }
 }

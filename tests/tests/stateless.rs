@@ -486,3 +486,50 @@ async fn another_users_state_is_refused() {
         "{stolen:?}"
     );
 }
+
+#[tokio::test]
+async fn a_cursor_from_one_server_pages_on_another_that_shares_the_key() {
+    // Two servers behind one balancer: one store, one state key.
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("state.key");
+    std::fs::write(&key, "a key shared by every server of the pool, 32+").unwrap();
+    let db = dir.path().join("pkb.db");
+    let (db, key) = (db.to_str().unwrap(), key.to_str().unwrap());
+    let first = HttpServerProcess::start(&["--db", db, "--state-key-file", key]).await;
+    let second = HttpServerProcess::start(&["--db", db, "--state-key-file", key]).await;
+    let stranger = HttpServerProcess::start(&["--db", db]).await;
+    let client = |url: String| async move {
+        support::REVISION
+            .scope(support::Revision::Stateless, async {
+                connect_http(RecordingClient::new(Sampling::Unsupported), &url, None).await
+            })
+            .await
+    };
+    let on_first = client(first.url.clone()).await;
+    for n in 0..110 {
+        call(
+            &on_first,
+            "write",
+            json!({"title": format!("Paged {n:03}"), "body": ""}),
+        )
+        .await;
+    }
+    let page = on_first.list_resources(None).await.unwrap();
+    assert_eq!(page.resources.len(), 100);
+    let cursor = page.next_cursor.clone().expect("a second page");
+    let next = rmcp::model::PaginatedRequestParams::default().with_cursor(Some(cursor));
+    let on_second = client(second.url.clone()).await;
+    let rest = on_second.list_resources(Some(next.clone())).await.unwrap();
+    assert_eq!(
+        rest.resources.len(),
+        1 + 3 + 110 - 100,
+        "the index, the seeds, the notes"
+    );
+    assert!(rest.next_cursor.is_none());
+    let on_stranger = client(stranger.url.clone()).await;
+    let refused = on_stranger.list_resources(Some(next)).await;
+    assert!(
+        matches!(&refused, Err(ServiceError::McpError(e)) if e.code.0 == -32602),
+        "{refused:?}"
+    );
+}

@@ -67,6 +67,27 @@ impl RoundStates {
             .map_err(|error| error.to_string())
     }
 
+    /// `value` sealed for `user_key` alone, with no expiry: an opaque token such as a list
+    /// cursor, which every server sharing the key accepts.
+    pub fn seal_token<T: Serialize>(&self, value: &T, user_key: &str) -> Result<String, String> {
+        let options = SealOptions::new().associated_data(user_key.as_bytes());
+        self.codec
+            .seal_json_with(value, &options)
+            .map_err(|error| error.to_string())
+    }
+
+    /// What [`RoundStates::seal_token`] sealed for `user_key`, or `None` for a token this key
+    /// did not seal for that user.
+    pub fn open_token<T: serde::de::DeserializeOwned>(
+        &self,
+        token: &str,
+        user_key: &str,
+    ) -> Option<T> {
+        self.codec
+            .open_json_with::<T>(token, user_key.as_bytes())
+            .ok()
+    }
+
     /// Whether `state` was sealed by this key for `call` and `user_key`, and has not expired.
     pub fn verify(&self, state: &str, call: &CallIdentity, user_key: &str) -> bool {
         self.codec
