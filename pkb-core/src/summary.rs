@@ -1,8 +1,8 @@
 //! Summaries of notes: through the client's model (sampling) when it offers one, else the
 //! note's first sentences.
 
-// Sampling, logging and subscriptions are deprecated only for the stateless 2026-07-28
-// revision, which PKB does not serve (see `supported_protocol_versions`).
+// Sampling's types are deprecated by the stateless 2026-07-28 revision, which asks for the
+// same request through a second round (see `Context::sample`).
 #![allow(deprecated)]
 
 use std::time::Duration;
@@ -34,6 +34,7 @@ pub enum SummarySource {
 /// request that fails gives an error text (the caller prefixes `summarize failed: `).
 pub async fn summarize(ctx: &Context, note: &Note) -> Result<(String, SummarySource), String> {
     if !ctx.client_supports_sampling() {
+        log_summary(ctx, note, SummarySource::Extractive).await;
         return Ok((extractive(note), SummarySource::Extractive));
     }
     let prompt = format!(
@@ -60,7 +61,14 @@ pub async fn summarize(ctx: &Context, note: &Note) -> Result<(String, SummarySou
     if text.is_empty() {
         return Err("the client's model returned no text".into());
     }
+    log_summary(ctx, note, SummarySource::Sampling).await;
     Ok((text.to_string(), SummarySource::Sampling))
+}
+
+/// Tells a client that asked for info-level logs how a note was summarized.
+async fn log_summary(ctx: &Context, note: &Note, source: SummarySource) {
+    let data = serde_json::json!({ "summarized": note.id, "source": source });
+    ctx.log(rmcp::model::LoggingLevel::Info, data).await;
 }
 
 /// The first sentences of the body, whole, up to [`EXTRACTIVE_MAX_CHARS`]; a first sentence

@@ -533,3 +533,78 @@ async fn a_cursor_from_one_server_pages_on_another_that_shares_the_key() {
         "{refused:?}"
     );
 }
+
+/// Sends each batch of `batches` to a fresh stdio server, one line a message, waiting for the
+/// answers of one batch (in any order: they run concurrently) before the next; every line
+/// the server wrote.
+async fn stdio_exchange(batches: &[&[Value]]) -> Vec<Value> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut child = tokio::process::Command::new(support::server_binary())
+        .args(["--memory"])
+        .env_remove("PKB_DB")
+        .env("RUST_LOG", "error")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn pkb-server");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen: Vec<Value> = Vec::new();
+    let mut expected = 0;
+    for batch in batches {
+        for message in *batch {
+            stdin
+                .write_all(format!("{message}\n").as_bytes())
+                .await
+                .unwrap();
+        }
+        expected += batch.len();
+        while seen.iter().filter(|m| !m["id"].is_null()).count() < expected {
+            let line = lines.next_line().await.unwrap().expect("a line");
+            seen.push(serde_json::from_str(&line).unwrap());
+        }
+    }
+    seen
+}
+
+#[tokio::test]
+async fn the_log_level_comes_with_each_request() {
+    let summarize = |id: u64, level: Option<&str>| {
+        let mut meta = meta();
+        if let Some(level) = level {
+            meta["io.modelcontextprotocol/logLevel"] = json!(level);
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"_meta": meta, "name": "summarize", "arguments": {"id": "todo"}}})
+    };
+    let logs = |seen: &[Value]| {
+        seen.iter()
+            .filter(|m| m["method"] == "notifications/message")
+            .map(|m| m["params"]["data"].clone())
+            .collect::<Vec<_>>()
+    };
+    let seen = stdio_exchange(&[&[
+        summarize(1, Some("info")),
+        summarize(2, None),
+        summarize(3, Some("warning")),
+    ]])
+    .await;
+    assert_eq!(
+        logs(&seen),
+        [json!({"summarized": "todo", "source": "extractive"})],
+        "one log, for the request that asked for info: {seen:?}"
+    );
+
+    // The older revisions keep logging/setLevel for the session.
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let set_level = json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "info"}});
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "summarize", "arguments": {"id": "todo"}}});
+    let seen = stdio_exchange(&[&[initialize], &[set_level], &[call]]).await;
+    assert_eq!(
+        logs(&seen),
+        [json!({"summarized": "todo", "source": "extractive"})]
+    );
+}
