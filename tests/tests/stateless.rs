@@ -221,25 +221,11 @@ async fn a_write_through_another_request_reaches_a_listen_stream() {
 
 /// `method` sent as a 2026-07-28 request over stdio, and its answer.
 async fn stdio_request(method: &str, params: Value) -> Value {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let mut child = tokio::process::Command::new(support::server_binary())
-        .args(["--memory"])
-        .env_remove("PKB_DB")
-        .env("RUST_LOG", "error")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn pkb-server");
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let message = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
-    stdin
-        .write_all(format!("{message}\n").as_bytes())
-        .await
-        .unwrap();
-    let line = lines.next_line().await.unwrap().expect("an answer");
-    serde_json::from_str(&line).unwrap()
+    let seen = stdio_exchange(&[&[message]]).await;
+    seen.into_iter()
+        .find(|m| m["id"] == json!(7))
+        .expect("an answer")
 }
 
 fn meta() -> Value {
