@@ -57,24 +57,7 @@ impl Peer {
     pub fn start(launch: &Launch) -> Result<(Peer, Duration), Error> {
         let init = initialize_line();
         let started = Instant::now();
-        let mut child = Command::new(&launch.program)
-            .args(&launch.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", launch.program.display()))?;
-        let stdin = child.stdin.take().ok_or("no stdin")?;
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let mut peer = Peer {
-            child,
-            stdin: Some(stdin),
-            stdout: BufReader::with_capacity(256 * 1024, stdout),
-            line: String::with_capacity(64 * 1024),
-            next_id: 1,
-            name: launch.name,
-            meta: None,
-        };
+        let mut peer = Peer::spawn(launch, None)?;
         peer.send(init.as_bytes())?;
         let answer = loop {
             let message = peer.read()?;
@@ -97,9 +80,8 @@ impl Peer {
         Ok((peer, elapsed))
     }
 
-    /// Spawns the server and speaks the stateless 2026-07-28 revision to it: no
-    /// initialize, `server/discover` first, `_meta` on every request.
-    pub fn start_stateless(launch: &Launch) -> Result<Peer, Error> {
+    /// Starts the server's process with its pipes; `meta` goes on every request.
+    fn spawn(launch: &Launch, meta: Option<Value>) -> Result<Peer, Error> {
         let mut child = Command::new(&launch.program)
             .args(&launch.args)
             .stdin(Stdio::piped())
@@ -109,20 +91,26 @@ impl Peer {
             .map_err(|e| format!("cannot start {}: {e}", launch.program.display()))?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
-        let meta = json!({
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": { "name": "pkb-bench", "version": env!("CARGO_PKG_VERSION") },
-        });
-        let mut peer = Peer {
+        Ok(Peer {
             child,
             stdin: Some(stdin),
             stdout: BufReader::with_capacity(256 * 1024, stdout),
             line: String::with_capacity(64 * 1024),
             next_id: 1,
             name: launch.name,
-            meta: Some(meta.clone()),
-        };
+            meta,
+        })
+    }
+
+    /// Spawns the server and speaks the stateless 2026-07-28 revision to it: no
+    /// initialize, `server/discover` first, `_meta` on every request.
+    pub fn start_stateless(launch: &Launch) -> Result<Peer, Error> {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": { "name": "pkb-bench", "version": env!("CARGO_PKG_VERSION") },
+        });
+        let mut peer = Peer::spawn(launch, Some(meta.clone()))?;
         let discover = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": meta}});
         let (_, answer) = peer.round_trip(0, &format!("{discover}\n"))?;
         let versions = answer
