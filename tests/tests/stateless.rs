@@ -289,29 +289,38 @@ async fn removed_methods_are_404_over_http() {
     }
 }
 
+/// An rmcp client over HTTP at `revision`, whatever the test's own revision.
+async fn client_at(
+    revision: support::Revision,
+    sampling: Sampling,
+    url: &str,
+    token: Option<&str>,
+) -> rmcp::service::RunningService<rmcp::RoleClient, RecordingClient> {
+    support::REVISION
+        .scope(
+            revision,
+            connect_http(RecordingClient::new(sampling), url, token),
+        )
+        .await
+}
+
 #[tokio::test]
 async fn every_revision_is_served_side_by_side_by_one_server() {
     let server = HttpServerProcess::start(&["--memory"]).await;
-    let old = support::REVISION
-        .scope(support::Revision::Sessions, async {
-            connect_http(
-                RecordingClient::new(Sampling::Unsupported),
-                &server.url,
-                None,
-            )
-            .await
-        })
-        .await;
-    let new = support::REVISION
-        .scope(support::Revision::Stateless, async {
-            connect_http(
-                RecordingClient::new(Sampling::Unsupported),
-                &server.url,
-                None,
-            )
-            .await
-        })
-        .await;
+    let old = client_at(
+        support::Revision::Sessions,
+        Sampling::Unsupported,
+        &server.url,
+        None,
+    )
+    .await;
+    let new = client_at(
+        support::Revision::Stateless,
+        Sampling::Unsupported,
+        &server.url,
+        None,
+    )
+    .await;
     assert_eq!(
         old.peer_info().unwrap().protocol_version.as_str(),
         "2025-11-25"
@@ -365,16 +374,13 @@ async fn servers_sharing_a_state_key_accept_each_others_rounds() {
     let second = start(key_args(&key)).await;
     let stranger = start(key_args(&other_key)).await;
     let client = |url: String| async move {
-        support::REVISION
-            .scope(support::Revision::Stateless, async {
-                connect_http(
-                    RecordingClient::new(Sampling::Reply("s".into())),
-                    &url,
-                    None,
-                )
-                .await
-            })
-            .await
+        client_at(
+            support::Revision::Stateless,
+            Sampling::Reply("s".into()),
+            &url,
+            None,
+        )
+        .await
     };
     let on_first = client(first.url.clone()).await;
     let input = match on_first
@@ -439,16 +445,13 @@ async fn another_users_state_is_refused() {
     let as_user = |token: String| {
         let url = server.url.clone();
         async move {
-            support::REVISION
-                .scope(support::Revision::Stateless, async {
-                    connect_http(
-                        RecordingClient::new(Sampling::Reply("s".into())),
-                        &url,
-                        Some(&token),
-                    )
-                    .await
-                })
-                .await
+            client_at(
+                support::Revision::Stateless,
+                Sampling::Reply("s".into()),
+                &url,
+                Some(&token),
+            )
+            .await
         }
     };
     let alice_client = as_user(alice).await;
@@ -485,11 +488,13 @@ async fn a_cursor_from_one_server_pages_on_another_that_shares_the_key() {
     let second = HttpServerProcess::start(&["--db", db, "--state-key-file", key]).await;
     let stranger = HttpServerProcess::start(&["--db", db]).await;
     let client = |url: String| async move {
-        support::REVISION
-            .scope(support::Revision::Stateless, async {
-                connect_http(RecordingClient::new(Sampling::Unsupported), &url, None).await
-            })
-            .await
+        client_at(
+            support::Revision::Stateless,
+            Sampling::Unsupported,
+            &url,
+            None,
+        )
+        .await
     };
     let on_first = client(first.url.clone()).await;
     for n in 0..110 {
