@@ -6,7 +6,7 @@
 #![allow(deprecated)]
 
 use std::borrow::Cow;
-use std::sync::{Arc, LazyLock, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
@@ -57,12 +57,6 @@ enum Notes {
     Shared(Store),
     /// Each authenticated user's own store.
     PerUser(Arc<UserStores>),
-}
-
-/// The user of requests that carry no [`Principal`] (no authorization: one user).
-fn local_user() -> &'static User {
-    static LOCAL: LazyLock<User> = LazyLock::new(|| User::new("local"));
-    &LOCAL
 }
 
 /// The principal the HTTP transport found for this request, if any.
@@ -159,7 +153,7 @@ impl PkbServer {
         &'a self,
         request: &'a RequestContext<RoleServer>,
     ) -> Result<&'a User, ErrorData> {
-        let user = principal_of(request).map_or(local_user(), |p| &p.user);
+        let user = principal_of(request).map_or(User::local(), |p| &p.user);
         match self.user.get() {
             Some(bound) if bound != user => {
                 Err(ErrorData::invalid_request("session not found", None))
@@ -400,7 +394,7 @@ impl ServerHandler for PkbServer {
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
         let user = principal_of(&context)
-            .map_or(local_user(), |p| &p.user)
+            .map_or(User::local(), |p| &p.user)
             .clone();
         self.session.forward_changes(
             self.changes.subscribe(&user.storage_key()),

@@ -19,10 +19,11 @@ use serde_json::Value;
 #[derive(Debug, Parser)]
 #[command(name = "pkb-server", version, about, long_about)]
 pub struct Cli {
-    /// The store file, else $PKB_DB when set and not empty [default:
-    /// $XDG_DATA_HOME/pkb/pkb.db, else ~/.local/share/pkb/pkb.db].
-    #[arg(long, value_name = "PATH", global = true)]
-    db: Option<PathBuf>,
+    /// The store: a SQLite file, or a PostgreSQL database as
+    /// postgres://USER[:PASSWORD]@HOST[:PORT]/DB; else $PKB_DB when set and not empty
+    /// [default: $XDG_DATA_HOME/pkb/pkb.db, else ~/.local/share/pkb/pkb.db].
+    #[arg(long, value_name = "PATH|URL", global = true)]
+    db: Option<String>,
     /// Keep notes in memory only: nothing is written to disk, everything is gone at exit.
     /// Takes precedence over --db and PKB_DB.
     #[arg(long, global = true)]
@@ -97,13 +98,28 @@ pub struct Cli {
 impl Cli {
     /// `--db`, else `PKB_DB`. An empty `PKB_DB` counts as unset, as an empty `XDG_DATA_HOME`
     /// does: `PKB_DB= pkb-server` is how a shell clears it for one command.
-    pub fn db(&self) -> Option<PathBuf> {
-        self.db.clone().or_else(|| {
-            std::env::var_os("PKB_DB")
-                .filter(|value| !value.is_empty())
-                .map(PathBuf::from)
+    pub fn db(&self) -> Option<Database> {
+        let named = self
+            .db
+            .clone()
+            .map(std::ffi::OsString::from)
+            .or_else(|| std::env::var_os("PKB_DB").filter(|value| !value.is_empty()))?;
+        Some(match named.to_str() {
+            Some(url) if pkb_core::store::postgres::is_url(url) => {
+                Database::Postgres(url.to_owned())
+            }
+            _ => Database::File(PathBuf::from(named)),
         })
     }
+}
+
+/// The store `--db` or `PKB_DB` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Database {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A PostgreSQL database, by its URL (which may hold a password: never print it).
+    Postgres(String),
 }
 
 /// Subcommands for use at a terminal. `tools` and `call` go through the same registry and

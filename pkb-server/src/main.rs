@@ -19,13 +19,14 @@ use pkb_core::framework::changes::ChangeHub;
 use pkb_core::framework::input_rounds::{MIN_STATE_KEY_BYTES, RoundStates};
 use pkb_core::store::Store;
 use pkb_core::store::per_user::{IDLE_CLOSE, UserStores};
+use pkb_core::store::postgres::PgDatabase;
 use pkb_core::transport::http::{HttpServer, HttpSettings, Tls};
 use pkb_core::transport::{DirectCalls, LineTransport};
 use pkb_core::{Context, PkbServer, Registry};
 use rmcp::ServiceExt;
 use tracing_subscriber::EnvFilter;
 
-use cli::{AuthMode, Cli, Command};
+use cli::{AuthMode, Cli, Command, Database};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -73,8 +74,8 @@ async fn run(cli: Cli) -> ExitCode {
     if cli.oauth_issuer.is_some() && cli.user.is_none() {
         return fail("--oauth-issuer needs --http ADDR and --auth oauth, or --user NAME");
     }
-    let store = match open_store(&cli).await {
-        Ok(store) => store,
+    let (store, database) = match open_store(&cli).await {
+        Ok(opened) => opened,
         Err(message) => return fail(&message),
     };
     match cli.command {
@@ -94,8 +95,13 @@ async fn run(cli: Cli) -> ExitCode {
                 Err(message) => return fail(&message),
             };
             let _upkeep = store.spawn_index_upkeep(INDEX_UPKEEP_QUIET);
+            let hub = Arc::new(ChangeHub::default());
+            if let Some(database) = &database {
+                hear_other_processes(database, &hub);
+            }
             let server = PkbServer::new(registry, store)
                 .with_sampling_timeout(Duration::from_secs(cli.sampling_timeout))
+                .with_change_hub(hub)
                 .with_round_states(round_states);
             serve(server).await
         }
@@ -121,30 +127,42 @@ fn round_states(cli: &Cli) -> Result<RoundStates, String> {
     RoundStates::with_key(key)
 }
 
-/// The store the flags name: `--memory`, `--user` under the data directory, `--db`, or the
-/// default file.
-async fn open_store(cli: &Cli) -> Result<Store, String> {
+/// The store the flags name: `--memory`, `--user` under the data directory or in the
+/// database, `--db`, or the default file; and the PostgreSQL database, when it is one.
+async fn open_store(cli: &Cli) -> Result<(Store, Option<Arc<PgDatabase>>), String> {
     // An import fills a new store with the user's own notes, not the examples.
     let seed = !cli.no_seed && !matches!(cli.command, Some(Command::Import { .. }));
     if cli.memory {
-        return Store::open_in_memory(seed).map_err(|e| e.to_string());
+        return Ok((
+            Store::open_in_memory(seed).map_err(|e| e.to_string())?,
+            None,
+        ));
     }
     let user = cli.user.as_deref().map(|name| match &cli.oauth_issuer {
         Some(issuer) => User::oauth_user(issuer, name),
         None => User::token_user(name),
     });
-    let path = match &user {
-        Some(_) if cli.db().is_some() => {
+    let path = match (&user, cli.db()) {
+        (_, Some(Database::Postgres(url))) => {
+            let database = PgDatabase::connect(&url, seed)
+                .await
+                .map_err(|e| e.to_string())?;
+            tracing::info!(
+                location = database.location(),
+                "using the PostgreSQL database"
+            );
+            let user = user.as_ref().unwrap_or(User::local());
+            return Ok((database.store_for(&user.storage_key()), Some(database)));
+        }
+        (Some(_), Some(Database::File(_))) => {
             return Err(
-                "--user picks a user's store under --data-dir; --db (or PKB_DB) names a single store"
+                "--user picks a user's store under --data-dir, or in a PostgreSQL --db; a file --db (or PKB_DB) holds a single store"
                     .to_owned(),
             );
         }
-        Some(user) => UserStores::path_in(&data_dir(cli)?, user),
-        None => match cli.db() {
-            Some(path) => path,
-            None => Store::default_path().map_err(|e| e.to_string())?,
-        },
+        (Some(user), None) => UserStores::path_in(&data_dir(cli)?, user),
+        (None, Some(Database::File(path))) => path,
+        (None, None) => Store::default_path().map_err(|e| e.to_string())?,
     };
     let maintenance = matches!(
         cli.command,
@@ -165,14 +183,28 @@ async fn open_store(cli: &Cli) -> Result<Store, String> {
         }
     }
     tracing::info!(path = %path.display(), "opening the note store");
-    match &user {
+    let store = match &user {
         // The users' folder is made private as a server makes it.
         Some(user) => UserStores::in_dir(&data_dir(cli)?, seed)
             .store_for(user)
             .await
-            .map_err(|e| e.to_string()),
-        None => Store::open(&path, seed).map_err(|e| e.to_string()),
-    }
+            .map_err(|e| e.to_string())?,
+        None => Store::open(&path, seed).map_err(|e| e.to_string())?,
+    };
+    Ok((store, None))
+}
+
+/// Tells this process's sessions of the writes other processes make to `database`.
+fn hear_other_processes(database: &Arc<PgDatabase>, hub: &Arc<ChangeHub>) {
+    let hub = Arc::clone(hub);
+    database.spawn_change_listener(move |change| {
+        pkb_core::resources::announce_change_from_elsewhere(
+            &hub,
+            &change.user_key,
+            &change.id,
+            change.list_changed,
+        );
+    });
 }
 
 /// `--data-dir`, else the default data directory.
@@ -232,13 +264,20 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
     let mut _upkeep = None;
     let mut _idle_close = None;
     let template = if auth.required() {
-        if cli.db().is_some() {
-            return fail(
-                "with --auth tokens or oauth each user's notes live under --data-dir; --db (or PKB_DB) names a single store",
-            );
-        }
         let users = if cli.memory {
             UserStores::in_memory(!cli.no_seed)
+        } else if let Some(Database::Postgres(url)) = cli.db() {
+            match PgDatabase::connect(&url, !cli.no_seed).await {
+                Ok(database) => {
+                    hear_other_processes(&database, &hub);
+                    UserStores::in_postgres(database)
+                }
+                Err(error) => return fail(&error.to_string()),
+            }
+        } else if cli.db().is_some() {
+            return fail(
+                "with --auth tokens or oauth each user's notes live under --data-dir, or in a PostgreSQL --db; a file --db (or PKB_DB) holds a single store",
+            );
         } else {
             match data_dir(&cli) {
                 Ok(dir) => UserStores::in_dir(&dir, !cli.no_seed),
@@ -249,11 +288,14 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
         _idle_close = Some(UserStores::spawn_idle_close(&users, IDLE_CLOSE));
         PkbServer::per_user(registry, users)
     } else {
-        let store = match open_store(&cli).await {
-            Ok(store) => store,
+        let (store, database) = match open_store(&cli).await {
+            Ok(opened) => opened,
             Err(message) => return fail(&message),
         };
-        _upkeep = Some(store.spawn_index_upkeep(INDEX_UPKEEP_QUIET));
+        if let Some(database) = &database {
+            hear_other_processes(database, &hub);
+        }
+        _upkeep = store.spawn_index_upkeep(INDEX_UPKEEP_QUIET);
         PkbServer::new(registry, store)
     };
     let round_states = match round_states(&cli) {

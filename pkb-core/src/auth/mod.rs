@@ -39,6 +39,12 @@ impl User {
         }
     }
 
+    /// The one user of a server without authorization (stdio, or HTTP with `--auth none`).
+    pub fn local() -> &'static User {
+        static LOCAL: std::sync::LazyLock<User> = std::sync::LazyLock::new(|| User::new("local"));
+        &LOCAL
+    }
+
     /// The user named by a token of `pkb-server token create NAME`.
     pub fn token_user(name: &str) -> Self {
         Self::new(format!("token:{name}"))

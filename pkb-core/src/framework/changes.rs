@@ -29,6 +29,11 @@ pub struct Change {
     pub kind: ChangeKind,
 }
 
+impl Change {
+    /// The origin of a change made through another process: no session here has it.
+    pub const ELSEWHERE: u64 = 0;
+}
+
 /// One channel of changes per user, kept while someone listens.
 #[derive(Debug, Default)]
 pub struct ChangeHub {

@@ -58,6 +58,7 @@ pub struct Session {
 
 impl Default for Session {
     fn default() -> Self {
+        // 0 is no session's: `Change::ELSEWHERE`.
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         Self {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),

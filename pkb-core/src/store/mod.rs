@@ -7,25 +7,19 @@
 //! never stalls them. A note read since the last commit is answered from memory where it is
 //! asked for.
 
-mod change_watch;
-mod group_commit;
-mod index_merge;
-mod note_cache;
-mod page_check;
+mod blocking;
+mod engine;
 pub mod per_user;
+pub mod postgres;
 mod query;
-mod rank_function;
-mod ranked;
 mod read_threads;
-mod schema;
+mod seed;
 mod sqlite;
-mod terms;
 mod upkeep;
 
-/// The contract's seed notes (id, title, tags, body), written into every new store.
-pub use schema::SEED as SEED_NOTES;
-
-pub use index_merge::Upkeep;
+pub use engine::NoteEngine;
+pub use seed::SEED_NOTES;
+pub use upkeep::Upkeep;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -100,6 +94,17 @@ pub enum StoreError {
         context: String,
         /// The underlying failure.
         source: BoxError,
+    },
+    /// What the store holds disagrees with itself (a search index out of step with the
+    /// notes); `reindex` mends it.
+    #[error(
+        "{store}: {reason}; run `pkb-server reindex` to rebuild what is derived from the notes"
+    )]
+    OutOfStep {
+        /// The store, as its location is shown.
+        store: String,
+        /// What disagrees.
+        reason: String,
     },
     /// The worker running the operation stopped before answering.
     #[error("note store task failed: {0}")]
@@ -311,16 +316,20 @@ pub trait NoteBackend: Send + Sync {
     }
 }
 
-/// An async handle on the note store. Clones share one backend.
+/// An async handle on the note store. Clones share one engine.
 #[derive(Clone)]
 pub struct Store {
-    backend: Arc<dyn NoteBackend>,
-    /// Serve the reads; `None` if they could not be started, and reads then take tokio's
-    /// blocking pool like writes.
-    reads: Option<Arc<read_threads::ReadThreads>>,
-    /// This store's writes, which wake the index upkeep.
-    writes: Arc<upkeep::Writes>,
+    engine: Arc<dyn NoteEngine>,
 }
+
+/// Bounds the work one call can ask for, whatever the caller passes.
+const MAX_LIMIT: usize = 10_000;
+
+/// Most matches a search ranks, in every backend. A query matching more notes than this (a
+/// very common word, a one- or two-letter prefix) ranks only its most recently created
+/// matches: ranking costs about a microsecond per row, so ranking 100,000 matches would take
+/// over 100 ms.
+const RANK_WINDOW: i64 = 1_000;
 
 /// Reading threads, and read connections, of a store opened with default options or from a
 /// backend. Two let a fetch pass a slow search; each further one costs a connection's page
@@ -365,24 +374,19 @@ impl Store {
         Ok(Store::from_backend(Arc::new(backend)))
     }
 
-    /// A store over any backend, e.g. a test double.
+    /// A store over any blocking backend, e.g. a test double: its reads run on threads of
+    /// the store's own, its writes on tokio's blocking pool.
     pub fn from_backend(backend: Arc<dyn NoteBackend>) -> Store {
         Store::with_read_threads(backend, READ_THREADS)
     }
 
+    /// A store over an async engine, such as [`postgres`]'s.
+    pub fn from_engine(engine: Arc<dyn NoteEngine>) -> Store {
+        Store { engine }
+    }
+
     fn with_read_threads(backend: Arc<dyn NoteBackend>, count: usize) -> Store {
-        let reads = match read_threads::ReadThreads::start(&backend, count) {
-            Ok(reads) => Some(Arc::new(reads)),
-            Err(error) => {
-                tracing::warn!(%error, "cannot start the store's read threads; reading on the blocking pool");
-                None
-            }
-        };
-        Store {
-            backend,
-            reads,
-            writes: Arc::default(),
-        }
+        Store::from_engine(Arc::new(blocking::BlockingEngine::new(backend, count)))
     }
 
     /// The default file: `$XDG_DATA_HOME/pkb/pkb.db`, else `$HOME/.local/share/pkb/pkb.db`.
@@ -403,11 +407,7 @@ impl Store {
     /// A note read since the last commit (by any process) is answered from memory, without
     /// the hop to a read thread.
     pub async fn get(&self, id: &str) -> Result<Option<Note>, StoreError> {
-        if let Some(note) = self.backend.get_cached(id) {
-            return Ok(Some(note));
-        }
-        let id = id.to_owned();
-        self.read(move |b| b.get(&id)).await
+        self.engine.get(id).await
     }
 
     /// Saves a note atomically.
@@ -417,7 +417,7 @@ impl Store {
     /// set to now. An answered put is on disk.
     pub async fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
         let draft = validate(draft)?;
-        self.write(move |b| b.put(draft, mode)).await
+        self.engine.put(draft, mode).await
     }
 
     /// Saves several notes in one transaction: all or none. Outcomes follow the drafts' order.
@@ -433,7 +433,8 @@ impl Store {
             .into_iter()
             .map(validate)
             .collect::<Result<Vec<_>, _>>()?;
-        self.write(move |b| b.put_many(drafts, mode)).await
+        let undated = drafts.into_iter().map(|d| (d, NoteDates::default()));
+        self.engine.put_dated(undated.collect(), mode).await
     }
 
     /// Saves several notes, each with the dates it brings, in one transaction: all or none.
@@ -451,13 +452,12 @@ impl Store {
             .into_iter()
             .map(|(draft, dates)| Ok((validate(draft)?, validate_dates(dates)?)))
             .collect::<Result<Vec<_>, StoreError>>()?;
-        self.write(move |b| b.put_dated(notes, mode)).await
+        self.engine.put_dated(notes, mode).await
     }
 
     /// Deletes a note; whether it existed.
     pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
-        let id = id.to_owned();
-        self.write(move |b| b.delete(&id)).await
+        self.engine.delete(id).await
     }
 
     /// Up to `limit` notes with ids greater than `after`, sorted by id (keyset paging: pass the
@@ -467,8 +467,7 @@ impl Store {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<NoteSummary>, StoreError> {
-        let after = after.map(str::to_owned);
-        self.read(move |b| b.list(after.as_deref(), limit)).await
+        self.engine.list(after, limit).await
     }
 
     /// Up to `limit` whole notes with ids greater than `after`, sorted by id: [`Store::list`]
@@ -478,14 +477,12 @@ impl Store {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Note>, StoreError> {
-        let after = after.map(str::to_owned);
-        self.read(move |b| b.list_with_bodies(after.as_deref(), limit))
-            .await
+        self.engine.list_with_bodies(after, limit).await
     }
 
     /// How many notes there are.
     pub async fn count(&self) -> Result<u64, StoreError> {
-        self.read(|b| b.count()).await
+        self.engine.count().await
     }
 
     /// Full-text search over title, tags and body, best first.
@@ -503,9 +500,8 @@ impl Store {
         tags: &[String],
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
-        let query = query.to_owned();
         let tags = normalize_tags(tags);
-        self.read(move |b| b.search(&query, &tags, limit)).await
+        self.engine.search(query, &tags, limit).await
     }
 
     /// Sorted ids that start with `prefix`; every character of `prefix` is literal.
@@ -515,7 +511,7 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
         let prefix = prefix.to_lowercase();
-        self.read(move |b| b.ids_with_prefix(&prefix, limit)).await
+        self.engine.ids_with_prefix(&prefix, limit).await
     }
 
     /// Sorted distinct tags that start with `prefix`; every character of `prefix` is literal.
@@ -525,13 +521,13 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
         let prefix = prefix.trim_start().to_lowercase();
-        self.read(move |b| b.tags_with_prefix(&prefix, limit)).await
+        self.engine.tags_with_prefix(&prefix, limit).await
     }
 
     /// Checks the whole store, search index included, for damage. Reads everything: slow on
     /// large stores.
     pub async fn verify(&self) -> Result<(), StoreError> {
-        self.call(|b| b.verify()).await
+        self.engine.verify().await
     }
 
     /// Merges the search index's pieces into one when there are more than a few (every
@@ -540,20 +536,16 @@ impl Store {
     /// other handles and processes go on meanwhile. For the end of an import; a server
     /// leaves it to [`Store::spawn_index_upkeep`].
     pub async fn tidy_index(&self) -> Result<(), StoreError> {
-        while self.call(|b| b.tidy_index_step()).await? == Upkeep::More {}
-        Ok(())
+        self.engine.tidy_index().await
     }
 
     /// Starts merging the search index, as [`Store::tidy_index`] does, once this store has had
     /// no request for `quiet` after the start, and again after each write. A write that comes
     /// during a merge waits for one step at most, and the merge waits for the next quiet
     /// spell. Needs a tokio runtime with timers.
-    pub fn spawn_index_upkeep(&self, quiet: Duration) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(upkeep::keep_tidy(
-            Arc::downgrade(&self.backend),
-            Arc::clone(&self.writes),
-            quiet,
-        ))
+    /// An engine with no such upkeep (PostgreSQL keeps its indexes itself) starts nothing.
+    pub fn spawn_index_upkeep(&self, quiet: Duration) -> Option<tokio::task::JoinHandle<()>> {
+        self.engine.spawn_upkeep(quiet)
     }
 
     /// Rebuilds the search index, the search vocabulary and the tag index from the notes, in
@@ -562,52 +554,13 @@ impl Store {
     /// Takes about 35 s per 100,000 notes in one transaction: other processes' writes give up
     /// after the 5 s busy timeout meanwhile.
     pub async fn rebuild_indexes(&self) -> Result<u64, StoreError> {
-        self.call(|b| b.rebuild_indexes()).await
+        self.engine.rebuild_indexes().await
     }
 
     /// Waits for the background [`DamageCheck`] of the file's pages to end; `Err` with
     /// [`StoreError::Corrupt`] when it found damage, after which every call is refused.
     pub async fn damage_checked(&self) -> Result<(), StoreError> {
-        self.call(|b| b.damage_checked()).await
-    }
-
-    /// Runs the read `f` on the store's read threads.
-    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
-    where
-        F: FnOnce(&dyn NoteBackend) -> Result<T, StoreError> + Send + 'static,
-        T: Send + 'static,
-    {
-        match &self.reads {
-            Some(reads) => reads.run(f).await,
-            None => self.call(f).await,
-        }
-    }
-
-    /// Runs the write `f` as [`Store::call`] does, and wakes the index upkeep.
-    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
-    where
-        F: FnOnce(&dyn NoteBackend) -> Result<T, StoreError> + Send + 'static,
-        T: Send + 'static,
-    {
-        let written = self.call(f).await;
-        self.writes.record();
-        written
-    }
-
-    /// Runs `f` on the blocking pool when inside a tokio runtime, inline otherwise.
-    async fn call<T, F>(&self, f: F) -> Result<T, StoreError>
-    where
-        F: FnOnce(&dyn NoteBackend) -> Result<T, StoreError> + Send + 'static,
-        T: Send + 'static,
-    {
-        let backend = Arc::clone(&self.backend);
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => handle
-                .spawn_blocking(move || f(backend.as_ref()))
-                .await
-                .map_err(|e| StoreError::Unavailable(e.to_string()))?,
-            Err(_) => f(backend.as_ref()),
-        }
+        self.engine.damage_checked().await
     }
 }
 

@@ -1,6 +1,7 @@
 //! One store per user: a SQLite file each, under the data directory, named from a hash of
 //! the user's identity, opened at the user's first request and closed when idle, so that
-//! thousands of users do not hold thousands of open files and threads.
+//! thousands of users do not hold thousands of open files and threads; or each user's rows
+//! of one PostgreSQL database.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::OnceCell;
 
+use super::postgres::PgDatabase;
 use super::{Store, StoreError};
 use crate::auth::User;
 use crate::framework::context::lock;
@@ -29,6 +31,8 @@ enum Location {
     Dir(PathBuf),
     /// In memory: gone at exit, and never closed while the server runs.
     Memory,
+    /// Rows of one PostgreSQL database, the user's storage key in every key.
+    Postgres(Arc<PgDatabase>),
 }
 
 /// The stores of every user of one server, each opened when first needed.
@@ -73,6 +77,15 @@ impl UserStores {
         }
     }
 
+    /// Users' notes as their rows of `database`; new users seeded as the database says.
+    pub fn in_postgres(database: Arc<PgDatabase>) -> Self {
+        Self {
+            location: Location::Postgres(database),
+            seed: false,
+            open: Mutex::default(),
+        }
+    }
+
     /// The file holding `user`'s notes under the data directory `dir`.
     pub fn path_in(dir: &Path, user: &User) -> PathBuf {
         dir.join(USERS_FOLDER)
@@ -82,6 +95,9 @@ impl UserStores {
     /// `user`'s store, opened (and created, seeded) when it is not open.
     pub async fn store_for(&self, user: &User) -> Result<Store, StoreError> {
         let key = user.storage_key();
+        if let Location::Postgres(database) = &self.location {
+            return Ok(database.store_for(&key));
+        }
         let slot = {
             let mut open = lock(&self.open);
             let slot = open.entry(key).or_insert_with(|| {
@@ -98,7 +114,7 @@ impl UserStores {
             .store
             .get_or_try_init(|| async {
                 let store = self.open_store(user).await?;
-                *lock(&slot.upkeep) = Some(store.spawn_index_upkeep(INDEX_UPKEEP_QUIET));
+                *lock(&slot.upkeep) = store.spawn_index_upkeep(INDEX_UPKEEP_QUIET);
                 Ok::<_, StoreError>(store)
             })
             .await?;
@@ -108,6 +124,7 @@ impl UserStores {
     async fn open_store(&self, user: &User) -> Result<Store, StoreError> {
         let store = match &self.location {
             Location::Memory => Store::open_in_memory(self.seed)?,
+            Location::Postgres(database) => database.store_for(&user.storage_key()),
             Location::Dir(dir) => {
                 let path = Self::path_in(dir, user);
                 let seed = self.seed;
@@ -134,7 +151,7 @@ impl UserStores {
     /// Closes the stores of users idle for `idle`; requests still running on one keep it
     /// until they end. Returns how many were closed.
     pub fn close_idle(&self, idle: Duration) -> usize {
-        if matches!(self.location, Location::Memory) {
+        if !matches!(self.location, Location::Dir(_)) {
             return 0;
         }
         let mut open = lock(&self.open);

@@ -15,16 +15,25 @@ use rusqlite::{
     Connection, OpenFlags, OptionalExtension, Row, ToSql, Transaction, TransactionBehavior, params,
 };
 
-use super::change_watch::ChangeWatch;
-use super::group_commit::{self, WriteQueue};
-use super::index_merge::{self, Upkeep};
-use super::note_cache::NoteCache;
-use super::page_check::{self, PageCheck, Verdict};
-use super::rank_function;
-use super::schema::{self, Depth, FileState, InspectError, SCHEMA_VERSION};
+mod change_watch;
+mod group_commit;
+pub(super) mod index_merge;
+mod note_cache;
+mod page_check;
+
+mod rank_function;
+mod ranked;
+mod schema;
+mod terms;
+
+use self::change_watch::ChangeWatch;
+use self::group_commit::WriteQueue;
+use self::note_cache::NoteCache;
+use self::page_check::{PageCheck, Verdict};
+use self::schema::{Depth, FileState, InspectError, SCHEMA_VERSION};
 use super::{
-    DamageCheck, NoteBackend, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome, SearchHit,
-    StoreError, StoreOptions, query, ranked, terms,
+    DamageCheck, MAX_LIMIT, NoteBackend, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome,
+    RANK_WINDOW, SearchHit, StoreError, StoreOptions, Upkeep, query,
 };
 use crate::note::{Note, normalize_tags, now_rfc3339};
 
@@ -36,13 +45,6 @@ const STATEMENT_CACHE: usize = 32;
 const WAL_SIZE_LIMIT: i64 = 32 * 1024 * 1024;
 /// SQLite's default: the writer copies the WAL into the main file once it holds this many pages.
 const WAL_AUTOCHECKPOINT_PAGES: i64 = 1000;
-/// Bounds the work one call can ask for, whatever the caller passes.
-const MAX_LIMIT: usize = 10_000;
-
-/// Most matches a search ranks. A query matching more notes than this (a very common word,
-/// a one- or two-letter prefix) ranks only its most recently created matches: BM25 costs about
-/// a microsecond per ranked row, so ranking 100,000 matches would take over 100 ms.
-pub(super) const RANK_WINDOW: i64 = 1_000;
 
 /// The `?2` best of the `?3` newest matches of `?1`, scored by `score`; ties go to the newer
 /// note. With `tagged`, only notes carrying all `?5` tags of the JSON array `?4` count.
@@ -668,7 +670,7 @@ fn sql_limit(limit: usize) -> i64 {
 /// Search ranked over the MATCH expression `expr`: the query's own prefix phrases scored by
 /// FTS5's `bm25()`, or the exact terms [`ranked::search`] expanded them to, scored by
 /// `pkb_rank` with the vocabulary's IDFs.
-pub(super) fn fts5_search(
+fn fts5_search(
     conn: &Connection,
     expr: &str,
     scoring: Option<&ranked::Fts5Terms>,

@@ -9,7 +9,16 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::{NoteBackend, StoreError, Upkeep};
+use super::{NoteBackend, StoreError};
+
+/// Whether more index upkeep remains after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upkeep {
+    /// Nothing left to merge.
+    Done,
+    /// A merge is under way; call again.
+    More,
+}
 
 /// The writes made through one store's handles, announced to the upkeep.
 #[derive(Debug, Default)]
@@ -78,8 +87,8 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
-    use crate::store::index_merge::tests::{count, note, written_one_by_one};
     use crate::store::sqlite::SqliteBackend;
+    use crate::store::sqlite::index_merge::tests::{count, note, written_one_by_one};
     use crate::store::{PutMode, Store};
 
     async fn merged(backend: &SqliteBackend) {

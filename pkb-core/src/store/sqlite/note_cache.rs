@@ -88,8 +88,8 @@ mod tests {
     use std::sync::atomic::AtomicU64;
 
     use super::*;
-    use crate::store::change_watch::ChangeWatch;
     use crate::store::sqlite::SqliteBackend;
+    use crate::store::sqlite::change_watch::ChangeWatch;
     use crate::store::{NoteBackend, NoteDraft, PutMode, StoreOptions};
 
     fn note(id: &str, body: &str) -> Note {

@@ -25,8 +25,8 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::RANK_WINDOW;
 use super::SearchHit;
-use super::sqlite::RANK_WINDOW;
 use super::terms::NoteTerms;
 
 /// Most terms one query word may expand to; a shorter prefix is left to FTS5.
@@ -158,7 +158,7 @@ fn search_routed(
     let mut words = Vec::new();
     // Each word's MATCH expression: its exact terms ORed, or the prefix FTS5 keeps.
     let mut matches: Vec<String> = Vec::new();
-    for word in super::query::words(query) {
+    for word in crate::store::query::words(query) {
         // FTS5 only lowercases ASCII letters and digits; anything else goes through its
         // tokenizer, which folds case and diacritics its own way.
         let term = if word.bytes().all(|b| b.is_ascii_alphanumeric()) {
@@ -422,7 +422,7 @@ impl Ranking {
                     Ok(SearchHit {
                         id: r.get(0)?,
                         title: r.get(1)?,
-                        tags: super::sqlite::tags_from_json(r, 2)?,
+                        tags: super::tags_from_json(r, 2)?,
                         score,
                     })
                 })
@@ -738,9 +738,10 @@ pub(super) fn bm25(frequency: &[f64], idf: &[f64], length: f64, average_length: 
 
 #[cfg(test)]
 mod tests {
-    use super::super::sqlite::{SqliteBackend, fts5_search};
-    use super::super::{NoteBackend, NoteDraft, PutMode, query};
+    use super::super::{SqliteBackend, fts5_search};
     use super::*;
+    use crate::store::query;
+    use crate::store::{NoteBackend, NoteDraft, PutMode};
 
     /// Words sharing prefixes, with capitals and diacritics the index folds.
     const WORDS: &[&str] = &[
@@ -857,7 +858,7 @@ mod tests {
         route: Route,
         limit: usize,
     ) -> rusqlite::Result<Option<Vec<SearchHit>>> {
-        let wanted = super::super::sqlite::tags_to_json(tags.iter().map(String::as_str));
+        let wanted = super::super::tags_to_json(tags.iter().map(String::as_str));
         Ok(
             match search_routed(conn, q, tags, &wanted, limit, Some(route))? {
                 Plan::Ranked(hits) => Some(hits),
@@ -875,7 +876,7 @@ mod tests {
     }
 
     fn by_prefixes(conn: &Connection, q: &str, tags: &[String]) -> Vec<SearchHit> {
-        let wanted = super::super::sqlite::tags_to_json(tags.iter().map(String::as_str));
+        let wanted = super::super::tags_to_json(tags.iter().map(String::as_str));
         let expr = query::match_expression(q).unwrap();
         fts5_search(conn, &expr, None, tags, &wanted, 1000).unwrap()
     }

@@ -102,28 +102,6 @@ const REQUIRED_TABLES: &[&str] = &[
     "search_terms",
 ];
 
-/// The contract's seed notes: id, title, tags, body.
-pub const SEED: &[(&str, &str, &[&str], &str)] = &[
-    (
-        "deploy-checklist",
-        "Deploy checklist",
-        &["deploy", "release"],
-        "Run tests, build the app, then verify the health check.",
-    ),
-    (
-        "todo",
-        "Todo",
-        &["todo"],
-        "Things to do, one per line. Delete a line when it is done.",
-    ),
-    (
-        "meeting-notes",
-        "Meeting notes",
-        &["meetings"],
-        "Date, attendees, decisions and follow-ups.",
-    ),
-];
-
 /// What a file holds, as far as PKB is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum FileState {
@@ -266,16 +244,9 @@ pub(super) fn upgrade(conn: &Connection, from: i64, seed: bool) -> rusqlite::Res
         conn.pragma_update(None, "application_id", APPLICATION_ID)?;
         if seed {
             let now = crate::note::now_rfc3339();
-            for (id, title, tags, body) in SEED {
+            for (id, title, tags, body) in crate::store::SEED_NOTES {
                 let tags: Vec<String> = tags.iter().map(|t| (*t).to_owned()).collect();
-                super::sqlite::insert_row(
-                    conn,
-                    id,
-                    title,
-                    &tags,
-                    body,
-                    super::sqlite::Stamps::now(&now),
-                )?;
+                super::insert_row(conn, id, title, &tags, body, super::Stamps::now(&now))?;
             }
         }
     }

@@ -8,21 +8,14 @@
 
 use rusqlite::Connection;
 
+use crate::store::Upkeep;
+
 /// Segments the index may hold before [`step`] merges them all into one.
 pub(super) const MAX_SEGMENTS: i64 = 8;
 
 /// Index pages written per step: about 30 ms at 100,000 notes here, the longest a write then
 /// waits (the first step, which plans the merge, takes about 0.3 s).
 const PAGES_PER_STEP: i64 = 200;
-
-/// Whether more merging remains after a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Upkeep {
-    /// Nothing left to merge.
-    Done,
-    /// A merge is under way; call again.
-    More,
-}
 
 /// The index's segments.
 pub(super) fn segments(conn: &Connection) -> rusqlite::Result<i64> {
@@ -55,7 +48,7 @@ pub(super) fn step(conn: &Connection, start: bool) -> rusqlite::Result<Upkeep> {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(in crate::store) mod tests {
     use std::sync::Arc;
 
     use super::*;

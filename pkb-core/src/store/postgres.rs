@@ -1,0 +1,678 @@
+//! The PostgreSQL backend: every user's notes in one database, shared by any number of PKB
+//! processes.
+//!
+//! Each row carries its owner (the user's storage key) in its primary key, and every query
+//! names it. Writes are single statements or one transaction, committed before they are
+//! answered (`synchronous_commit` as the server has it, `on` by default), and each notifies
+//! the other processes ([`NoteChange`]). The pool reconnects by itself: while the database
+//! is away, calls fail with an error naming the database but never its credentials.
+
+mod listen;
+mod nul_escape;
+mod schema;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio::sync::OnceCell;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{NoTls, Row};
+
+pub use listen::NoteChange;
+
+use super::{
+    MAX_LIMIT, NoteDates, NoteDraft, NoteEngine, NoteSummary, PutMode, PutOutcome, RANK_WINDOW,
+    SEED_NOTES, SearchHit, Store, StoreError, query,
+};
+use crate::framework::context::lock;
+use crate::note::{Note, now_rfc3339};
+
+/// Connections kept in the pool: enough for a busy server; PostgreSQL's own default limit
+/// is 100 for every client together.
+const POOL_SIZE: usize = 16;
+
+/// How long a call waits for a connection, or for one to be made, before it fails: a call
+/// must fail clearly while the database is away, not hang.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whether `text` names a PostgreSQL database rather than a SQLite file.
+pub fn is_url(text: &str) -> bool {
+    text.starts_with("postgres://") || text.starts_with("postgresql://")
+}
+
+/// One PostgreSQL database holding the notes of every user; [`PgDatabase::store_for`] gives
+/// a user's [`Store`].
+pub struct PgDatabase {
+    pool: Pool,
+    config: tokio_postgres::Config,
+    /// Where the database is, without credentials: what errors and logs name.
+    location: String,
+    /// This process among those writing to the database: it ignores its own notifications.
+    instance: String,
+    seed: bool,
+    listener: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for PgDatabase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgDatabase")
+            .field("location", &self.location)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        if let Some(listener) = lock(&self.listener).take() {
+            listener.abort();
+        }
+    }
+}
+
+impl PgDatabase {
+    /// Connects to the database at `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`, or
+    /// key=value form) and makes or migrates PKB's schema. A user's notes are seeded with the
+    /// contract's three when the user is first seen, if `seed`.
+    pub async fn connect(url: &str, seed: bool) -> Result<Arc<PgDatabase>, StoreError> {
+        let mut config: tokio_postgres::Config = url.parse().map_err(|error| StoreError::Open {
+            path: "the database URL".into(),
+            source: format!("it is not a PostgreSQL URL ({error})").into(),
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("pkb-server");
+        }
+        let location = location_of(&config);
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(CONNECT_TIMEOUT))
+            .create_timeout(Some(CONNECT_TIMEOUT))
+            .recycle_timeout(Some(CONNECT_TIMEOUT))
+            .build()
+            .map_err(|error| StoreError::Open {
+                path: location.clone().into(),
+                source: error.to_string().into(),
+            })?;
+        let database = PgDatabase {
+            pool,
+            config,
+            location,
+            instance: instance_id(),
+            seed,
+            listener: Mutex::default(),
+        };
+        let mut client = database.client().await?;
+        schema::migrate(&mut client, &database.location).await?;
+        Ok(Arc::new(database))
+    }
+
+    /// Where the database is, as errors name it: host, port and database, no credentials.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The notes of the user with storage key `user_key`.
+    pub fn store_for(self: &Arc<Self>, user_key: &str) -> Store {
+        Store::from_engine(Arc::new(PgNotes {
+            database: Arc::clone(self),
+            owner: user_key.to_owned(),
+            known: OnceCell::new(),
+        }))
+    }
+
+    /// Hands every write made through another process on this database to `on_change`,
+    /// from now until this handle is dropped; a lost connection is made again.
+    pub fn spawn_change_listener(
+        self: &Arc<Self>,
+        on_change: impl Fn(NoteChange) + Send + Sync + 'static,
+    ) {
+        let task = tokio::spawn(listen::listen(Arc::downgrade(self), Arc::new(on_change)));
+        if let Some(old) = lock(&self.listener).replace(task) {
+            old.abort();
+        }
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
+        self.pool.get().await.map_err(|error| StoreError::Backend {
+            context: format!("cannot reach the database {}", self.location),
+            source: Box::new(error),
+        })
+    }
+}
+
+/// `host:port/dbname` of a configuration, for messages.
+fn location_of(config: &tokio_postgres::Config) -> String {
+    use tokio_postgres::config::Host;
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(host)) => host.clone(),
+        #[cfg(unix)]
+        Some(Host::Unix(path)) => path.display().to_string(),
+        None => "localhost".to_owned(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let dbname = config
+        .get_dbname()
+        .or(config.get_user())
+        .unwrap_or("postgres");
+    format!("postgres://{host}:{port}/{dbname}")
+}
+
+/// A random id for this process's handle on a database.
+fn instance_id() -> String {
+    let mut bytes = [0u8; 12];
+    // Without randomness two processes could share an id and miss each other's writes;
+    // the time and pid still tell them apart.
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes[..8].copy_from_slice(&(nanos as u64).to_le_bytes());
+        bytes[8..].copy_from_slice(&std::process::id().to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A storage error from a statement of `what`, naming the database and no credentials.
+fn backend_error(location: &str, what: &str, source: tokio_postgres::Error) -> StoreError {
+    StoreError::Backend {
+        context: format!("{what} in {location}"),
+        source: Box::new(source),
+    }
+}
+
+/// One user's notes in a [`PgDatabase`].
+struct PgNotes {
+    database: Arc<PgDatabase>,
+    owner: String,
+    /// Set once the user's row exists (and their seed notes, if they are new).
+    known: OnceCell<()>,
+}
+
+/// Saves one note whatever the mode, in one statement: inserted, or replaced when the mode
+/// allows, else left alone (no row returned). `xmax = 0` holds for a row this statement
+/// inserted, which tells a creation from a replacement even when two processes race.
+const UPSERT: &str = "
+WITH saved AS (
+    INSERT INTO pkb_notes AS n (owner, id, title, tags, body, created_at, updated_at, search)
+    VALUES ($1, $2, $3, $4, $5, COALESCE($6, $7), $7, pkb_search_vector($3, $4, $5))
+    ON CONFLICT (owner, id) DO UPDATE SET
+        title = EXCLUDED.title, tags = EXCLUDED.tags, body = EXCLUDED.body,
+        created_at = COALESCE($6, n.created_at), updated_at = EXCLUDED.updated_at,
+        search = EXCLUDED.search
+    WHERE $8 AND ($9::text IS NULL OR $9 = ANY (n.tags))
+    RETURNING created_at, xmax = 0 AS created
+)
+SELECT created_at, created,
+    pg_notify('pkb_changes', json_build_object('i', $10::text, 'u', $1, 'id', $2, 'l', created)::text)
+FROM saved";
+
+impl PgNotes {
+    fn failed(&self, what: &str) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
+        let what = what.to_owned();
+        move |source| backend_error(&self.database.location, &what, source)
+    }
+
+    /// The rows of one statement (prepared once per connection), or a storage error saying
+    /// what was being done.
+    async fn rows(
+        &self,
+        what: &str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, StoreError> {
+        let failed = self.failed(what);
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql).await.map_err(&failed)?;
+        client.query(&statement, params).await.map_err(&failed)
+    }
+
+    /// A pooled connection, once the user's row (and their seed notes) exist.
+    async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
+        let mut client = self.database.client().await?;
+        self.known
+            .get_or_try_init(|| self.make_known(&mut client))
+            .await?;
+        Ok(client)
+    }
+
+    /// Records the user, and gives a user seen for the first time the seed notes, in one
+    /// transaction: two processes meeting a new user at once seed once.
+    async fn make_known(&self, client: &mut deadpool_postgres::Client) -> Result<(), StoreError> {
+        let failed = self.failed("recording a user");
+        let tx = client.transaction().await.map_err(&failed)?;
+        let new = tx
+            .execute(
+                "INSERT INTO pkb_users (owner) VALUES ($1) ON CONFLICT DO NOTHING",
+                &[&self.owner],
+            )
+            .await
+            .map_err(&failed)?
+            == 1;
+        if new && self.database.seed {
+            let now = now_rfc3339();
+            let upsert = tx.prepare_cached(UPSERT).await.map_err(&failed)?;
+            for (id, title, tags, body) in SEED_NOTES {
+                let tags: Vec<String> = tags.iter().map(|t| (*t).to_owned()).collect();
+                let draft = NoteDraft {
+                    id: (*id).to_owned(),
+                    title: (*title).to_owned(),
+                    tags,
+                    body: (*body).to_owned(),
+                };
+                let dates = (None, now.as_str());
+                let boxed = self.upsert_params(&draft, dates, PutMode::CreateOnly);
+                tx.query(&upsert, &params(&boxed)).await.map_err(&failed)?;
+            }
+        }
+        tx.commit().await.map_err(&failed)
+    }
+
+    fn upsert_params<'a>(
+        &'a self,
+        draft: &'a NoteDraft,
+        (created, updated): (Option<&'a str>, &'a str),
+        mode: PutMode,
+    ) -> [Box<dyn ToSql + Sync + Send + 'a>; 10] {
+        let tags = nul_escape::encode_all(&draft.tags);
+        let body = nul_escape::encode(&draft.body).into_owned();
+        let (replace, tag) = match mode {
+            PutMode::CreateOnly => (false, None),
+            PutMode::Replace => (true, None),
+            PutMode::ReplaceTagged(tag) => (true, Some(tag)),
+        };
+        [
+            Box::new(&self.owner),
+            Box::new(&draft.id),
+            Box::new(&draft.title),
+            Box::new(tags),
+            Box::new(body),
+            Box::new(created),
+            Box::new(updated),
+            Box::new(replace),
+            Box::new(tag),
+            Box::new(&self.database.instance),
+        ]
+    }
+
+    /// The outcome of one [`UPSERT`] from its rows.
+    fn outcome(draft: NoteDraft, updated: &str, rows: &[Row]) -> PutOutcome {
+        let Some(row) = rows.first() else {
+            return PutOutcome::Exists;
+        };
+        let created_at: String = row.get(0);
+        let created: bool = row.get(1);
+        let note = Note {
+            id: draft.id,
+            title: draft.title,
+            tags: draft.tags,
+            body: draft.body,
+            created_at,
+            updated_at: updated.to_owned(),
+        };
+        if created {
+            PutOutcome::Created(note)
+        } else {
+            PutOutcome::Replaced(note)
+        }
+    }
+}
+
+/// Parameters of a query, as tokio-postgres takes them.
+fn params<'a>(boxed: &'a [Box<dyn ToSql + Sync + Send + 'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
+    boxed
+        .iter()
+        .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+        .collect()
+}
+
+/// A caller's limit as a query parameter, bounded as in every backend.
+fn limit(limit: usize) -> i64 {
+    i64::try_from(limit.min(MAX_LIMIT)).unwrap_or(i64::MAX)
+}
+
+fn note_from(row: &Row) -> Note {
+    Note {
+        id: row.get(0),
+        title: row.get(1),
+        tags: nul_escape::decode_all(row.get(2)),
+        body: nul_escape::decode(row.get(3)),
+        created_at: row.get(4),
+        updated_at: row.get(5),
+    }
+}
+
+#[async_trait]
+impl NoteEngine for PgNotes {
+    async fn get(&self, id: &str) -> Result<Option<Note>, StoreError> {
+        let id = nul_escape::encode(id);
+        let rows = self
+            .rows(
+                "reading a note",
+                "SELECT id, title, tags, body, created_at, updated_at FROM pkb_notes
+                 WHERE owner = $1 AND id = $2",
+                &[&self.owner, &id],
+            )
+            .await?;
+        Ok(rows.first().map(note_from))
+    }
+
+    async fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
+        let now = now_rfc3339();
+        let boxed = self.upsert_params(&draft, (None, &now), mode);
+        let rows = self.rows("saving a note", UPSERT, &params(&boxed)).await?;
+        drop(boxed);
+        Ok(Self::outcome(draft, &now, &rows))
+    }
+
+    async fn put_dated(
+        &self,
+        notes: Vec<(NoteDraft, NoteDates)>,
+        mode: PutMode,
+    ) -> Result<Vec<PutOutcome>, StoreError> {
+        let failed = self.failed("saving notes");
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(&failed)?;
+        let statement = tx.prepare_cached(UPSERT).await.map_err(&failed)?;
+        let now = now_rfc3339();
+        // The statements go out together (tokio-postgres pipelines them) and run in order.
+        let boxed: Vec<_> = notes
+            .iter()
+            .map(|(draft, dates)| {
+                let updated = dates.updated_at.as_deref().unwrap_or(&now);
+                self.upsert_params(draft, (dates.created_at.as_deref(), updated), mode)
+            })
+            .collect();
+        let runs = boxed.iter().map(|p| {
+            let p = params(p);
+            let tx = &tx;
+            let statement = &statement;
+            async move { tx.query(statement, &p).await }
+        });
+        let rows = futures::future::try_join_all(runs).await.map_err(&failed)?;
+        drop(boxed);
+        tx.commit().await.map_err(&failed)?;
+        Ok(notes
+            .into_iter()
+            .zip(rows)
+            .map(|((draft, dates), rows)| {
+                let updated = dates.updated_at.unwrap_or_else(|| now.clone());
+                Self::outcome(draft, &updated, &rows)
+            })
+            .collect())
+    }
+
+    async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        let id = nul_escape::encode(id);
+        let rows = self
+            .rows(
+                "deleting a note",
+                "WITH gone AS (DELETE FROM pkb_notes WHERE owner = $1 AND id = $2 RETURNING id)
+                 SELECT pg_notify('pkb_changes',
+                     json_build_object('i', $3::text, 'u', $1, 'id', $2, 'l', true)::text)
+                 FROM gone",
+                &[&self.owner, &id, &self.database.instance],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn list(
+        &self,
+        after: Option<&str>,
+        limit_to: usize,
+    ) -> Result<Vec<NoteSummary>, StoreError> {
+        let rows = self
+            .rows(
+                "listing notes",
+                "SELECT id, title, tags, updated_at FROM pkb_notes
+                 WHERE owner = $1 AND ($2::text IS NULL OR id > $2)
+                 ORDER BY id LIMIT $3",
+                &[&self.owner, &after, &limit(limit_to)],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|row| NoteSummary {
+                id: row.get(0),
+                title: row.get(1),
+                tags: nul_escape::decode_all(row.get(2)),
+                updated_at: row.get(3),
+            })
+            .collect())
+    }
+
+    async fn list_with_bodies(
+        &self,
+        after: Option<&str>,
+        limit_to: usize,
+    ) -> Result<Vec<Note>, StoreError> {
+        let rows = self
+            .rows(
+                "listing notes",
+                "SELECT id, title, tags, body, created_at, updated_at FROM pkb_notes
+                 WHERE owner = $1 AND ($2::text IS NULL OR id > $2)
+                 ORDER BY id LIMIT $3",
+                &[&self.owner, &after, &limit(limit_to)],
+            )
+            .await?;
+        Ok(rows.iter().map(note_from).collect())
+    }
+
+    async fn count(&self) -> Result<u64, StoreError> {
+        let rows = self
+            .rows(
+                "counting notes",
+                "SELECT count(*) FROM pkb_notes WHERE owner = $1",
+                &[&self.owner],
+            )
+            .await?;
+        Ok(rows
+            .first()
+            .map_or(0, |row| u64::try_from(row.get::<_, i64>(0)).unwrap_or(0)))
+    }
+
+    async fn search(
+        &self,
+        text: &str,
+        tags: &[String],
+        limit_to: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        // A query with no words finds nothing, as in SQLite's store. The words themselves are
+        // left to PostgreSQL's parser, which split the notes: both sides then agree on what a
+        // word is ("3.14", "e-mail" and addresses are tokens of their own there).
+        if query::words(text).next().is_none() {
+            return Ok(Vec::new());
+        }
+        let tags = nul_escape::encode_all(tags);
+        // NUL separates words anyway, and PostgreSQL's text cannot hold it.
+        let text = text.replace('\0', " ");
+        // plainto_tsquery reads no syntax: the text only ever becomes quoted lexemes joined
+        // by `&`, to each of which `:*` (prefix) is then added.
+        let rows = self
+            .rows(
+                "searching",
+                r"WITH q AS (
+                    SELECT to_tsquery('simple', regexp_replace(
+                        plainto_tsquery('simple', unaccent($2))::text, '''(\s|$)', ''':*\1', 'g'
+                    )) AS query
+                ), recent AS (
+                    SELECT n.id, n.title, n.tags, n.search FROM pkb_notes n, q
+                    WHERE n.owner = $1 AND n.search @@ q.query AND n.tags @> $3
+                    ORDER BY n.created_order DESC LIMIT $5
+                )
+                SELECT id, title, tags,
+                    ts_rank('{0, 0.1, 0.4, 1}', search, q.query)::float8 AS score
+                FROM recent, q ORDER BY score DESC, id LIMIT $4",
+                &[&self.owner, &text, &tags, &limit(limit_to), &RANK_WINDOW],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|row| SearchHit {
+                id: row.get(0),
+                title: row.get(1),
+                tags: nul_escape::decode_all(row.get(2)),
+                score: row.get(3),
+            })
+            .collect())
+    }
+
+    async fn ids_with_prefix(
+        &self,
+        prefix: &str,
+        limit_to: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let prefix = nul_escape::encode(prefix);
+        // The range keeps to the primary key's order; starts_with takes the prefix literally.
+        let rows = self
+            .rows(
+                "completing an id",
+                "SELECT id FROM pkb_notes
+                 WHERE owner = $1 AND id >= $2 AND id < $2 || chr(1114111) AND starts_with(id, $2)
+                 ORDER BY id LIMIT $3",
+                &[&self.owner, &prefix, &limit(limit_to)],
+            )
+            .await?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
+    async fn tags_with_prefix(
+        &self,
+        prefix: &str,
+        limit_to: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let prefix = nul_escape::encode(prefix);
+        let rows = self
+            .rows(
+                "completing a tag",
+                r#"SELECT DISTINCT tag COLLATE "C" FROM pkb_notes, unnest(tags) AS tag
+                 WHERE owner = $1 AND starts_with(tag, $2)
+                 ORDER BY 1 LIMIT $3"#,
+                &[&self.owner, &prefix, &limit(limit_to)],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|row| nul_escape::decode(row.get(0)))
+            .collect())
+    }
+
+    /// Every user's notes: the search vectors must be what the notes give now.
+    async fn verify(&self) -> Result<(), StoreError> {
+        let rows = self
+            .rows(
+                "checking the notes",
+                "SELECT count(*) FROM pkb_notes
+                 WHERE search IS DISTINCT FROM pkb_search_vector(title, tags, body)",
+                &[],
+            )
+            .await?;
+        let stale: i64 = rows.first().map_or(0, |row| row.get(0));
+        if stale > 0 {
+            return Err(StoreError::OutOfStep {
+                store: self.database.location.clone(),
+                reason: format!("the search entries of {stale} notes do not match the notes"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Every user's notes: their search vectors, computed again.
+    async fn rebuild_indexes(&self) -> Result<u64, StoreError> {
+        let failed = self.failed("rebuilding the search index");
+        let client = self.client().await?;
+        client
+            .execute(
+                "UPDATE pkb_notes SET search = pkb_search_vector(title, tags, body)",
+                &[],
+            )
+            .await
+            .map_err(&failed)
+    }
+}
+
+/// What the tests need of a PostgreSQL server: `PKB_TEST_POSTGRES`, an admin URL (as
+/// `.ci/start-postgres` prints), and scratch databases made from it.
+#[doc(hidden)]
+pub mod testing {
+    use tokio_postgres::NoTls;
+    use tokio_postgres::error::SqlState;
+
+    /// The admin URL in `PKB_TEST_POSTGRES`; `None` (skip the test) when unset, unless
+    /// `PKB_REQUIRE_POSTGRES=1`, as CI sets it, makes that a failure.
+    pub fn admin_url() -> Option<String> {
+        match std::env::var("PKB_TEST_POSTGRES") {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ if std::env::var("PKB_REQUIRE_POSTGRES").is_ok_and(|v| v == "1") => {
+                panic!("PKB_REQUIRE_POSTGRES=1 but PKB_TEST_POSTGRES names no server")
+            }
+            _ => {
+                eprintln!(
+                    "skipped: set PKB_TEST_POSTGRES (see .ci/start-postgres) to run on PostgreSQL"
+                );
+                None
+            }
+        }
+    }
+
+    /// `url` naming the database `name` instead of its own.
+    pub fn with_database(url: &str, name: &str) -> String {
+        let (base, query) = url
+            .split_once('?')
+            .map_or((url, None), |(b, q)| (b, Some(q)));
+        let scheme_end = base.find("://").map_or(0, |i| i + 3);
+        let base = match base[scheme_end..].find('/') {
+            Some(slash) => &base[..scheme_end + slash],
+            None => base,
+        };
+        match query {
+            Some(query) => format!("{base}/{name}?{query}"),
+            None => format!("{base}/{name}"),
+        }
+    }
+
+    /// The URL of database `name` on the server of `admin`, made when missing.
+    pub async fn database(admin: &str, name: &str) -> String {
+        let (client, connection) = tokio_postgres::connect(admin, NoTls)
+            .await
+            .expect("connect to the test PostgreSQL server");
+        let connection = tokio::spawn(connection);
+        if let Err(error) = client
+            .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+            .await
+        {
+            // Made already, or by a test racing this one.
+            let raced = [SqlState::DUPLICATE_DATABASE, SqlState::UNIQUE_VIOLATION];
+            assert!(
+                error.code().is_some_and(|code| raced.contains(code)),
+                "CREATE DATABASE {name}: {error}"
+            );
+        }
+        drop(client);
+        let _ = connection.await;
+        with_database(admin, name)
+    }
+
+    /// A random key, for a user or a database no other test has.
+    pub fn fresh_key() -> String {
+        super::instance_id()
+    }
+
+    /// A database of its own for one test, on the server of `admin`.
+    pub async fn scratch_database(admin: &str) -> String {
+        let name = format!("pkb_test_{}", super::instance_id());
+        database(admin, &name).await
+    }
+}
