@@ -189,9 +189,24 @@ async fn a_revoked_token_fails_within_a_second_in_a_running_server() {
 
 #[tokio::test]
 async fn users_never_see_each_others_notes() {
+    users_never_see_each_others_notes_in(&[]).await;
+}
+
+#[tokio::test]
+async fn users_never_see_each_others_notes_in_one_postgresql_database() {
+    let Some(url) = support::postgres_database().await else {
+        return;
+    };
+    users_never_see_each_others_notes_in(&["--db", &url]).await;
+}
+
+/// The isolation test, with each user's notes where `store_args` puts them (by default a
+/// file each under the data directory).
+async fn users_never_see_each_others_notes_in(store_args: &[&str]) {
     let (_dir, path, alice, bob, _reader) = data_dir_with_tokens();
-    let server =
-        HttpServerProcess::start(&["--auth", "tokens", "--data-dir", &path, "--no-seed"]).await;
+    let mut args = vec!["--auth", "tokens", "--data-dir", &path, "--no-seed"];
+    args.extend_from_slice(store_args);
+    let server = HttpServerProcess::start(&args).await;
     let unsupported = || RecordingClient::new(Sampling::Unsupported);
     let alice_client = connect_http(unsupported(), &server.url, Some(&alice)).await;
     let bob_watcher = unsupported();

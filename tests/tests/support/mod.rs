@@ -58,6 +58,33 @@ pub fn current_revision() -> Revision {
     REVISION.try_with(|r| *r).unwrap_or(Revision::Sessions)
 }
 
+/// Where a test's server keeps its notes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// What the test's arguments say (in memory, or a SQLite file).
+    Sqlite,
+    /// A database of the test's own on the PostgreSQL server of `PKB_TEST_POSTGRES`, in
+    /// place of `--memory`.
+    Postgres,
+}
+
+tokio::task_local! {
+    /// The backend of the running test; SQLite outside [`every_revision!`].
+    pub static BACKEND: Backend;
+}
+
+/// The backend [`connect_with`] uses in this test.
+pub fn current_backend() -> Backend {
+    BACKEND.try_with(|b| *b).unwrap_or(Backend::Sqlite)
+}
+
+/// A fresh PostgreSQL database for one test, as a `--db` URL; `None` (skip) when no test
+/// server is configured.
+pub async fn postgres_database() -> Option<String> {
+    let admin = pkb_core::store::postgres::testing::admin_url()?;
+    Some(pkb_core::store::postgres::testing::scratch_database(&admin).await)
+}
+
 /// Runs each test fn at the stateless 2026-07-28 revision only, over stdio and Streamable
 /// HTTP: `<name>::stdio` and `<name>::http`.
 #[macro_export]
@@ -67,8 +94,8 @@ macro_rules! stateless_revision {
             mod $name {
                 #[allow(unused_imports)]
                 use super::*;
-                $crate::test_variant!($(#[$meta])* stdio, Stdio, Stateless, $body);
-                $crate::test_variant!($(#[$meta])* http, Http, Stateless, $body);
+                $crate::test_variant!($(#[$meta])* stdio, Stdio, Stateless, Sqlite, $body);
+                $crate::test_variant!($(#[$meta])* http, Http, Stateless, Sqlite, $body);
             }
         )*
     };
@@ -97,7 +124,8 @@ where
 
 /// Runs each test fn over stdio and Streamable HTTP, each at 2025-11-25 (through
 /// `initialize`) and at the stateless 2026-07-28: `<name>::stdio`, `<name>::http`,
-/// `<name>::stdio_2026` and `<name>::http_2026`.
+/// `<name>::stdio_2026` and `<name>::http_2026`; and on PostgreSQL over stdio at 2025-11-25
+/// and over HTTP at 2026-07-28: `<name>::postgres` and `<name>::postgres_http_2026`.
 #[macro_export]
 macro_rules! every_revision {
     ($( $(#[$meta:meta])* async fn $name:ident() $body:block )*) => {
@@ -105,26 +133,38 @@ macro_rules! every_revision {
             mod $name {
                 #[allow(unused_imports)]
                 use super::*;
-                $crate::test_variant!($(#[$meta])* stdio, Stdio, Sessions, $body);
-                $crate::test_variant!($(#[$meta])* http, Http, Sessions, $body);
-                $crate::test_variant!($(#[$meta])* stdio_2026, Stdio, Stateless, $body);
-                $crate::test_variant!($(#[$meta])* http_2026, Http, Stateless, $body);
+                $crate::test_variant!($(#[$meta])* stdio, Stdio, Sessions, Sqlite, $body);
+                $crate::test_variant!($(#[$meta])* http, Http, Sessions, Sqlite, $body);
+                $crate::test_variant!($(#[$meta])* stdio_2026, Stdio, Stateless, Sqlite, $body);
+                $crate::test_variant!($(#[$meta])* http_2026, Http, Stateless, Sqlite, $body);
+                $crate::test_variant!($(#[$meta])* postgres, Stdio, Sessions, Postgres, $body);
+                $crate::test_variant!($(#[$meta])* postgres_http_2026, Http, Stateless, Postgres, $body);
             }
         )*
     };
 }
 
-/// One variant of a test fn: its body run with the given transport and revision.
+/// One variant of a test fn: its body run with the given transport, revision and backend.
+/// A PostgreSQL variant without a test server (`PKB_TEST_POSTGRES`) passes at once.
 #[macro_export]
 macro_rules! test_variant {
-    ($(#[$meta:meta])* $variant:ident, $transport:ident, $revision:ident, $body:block) => {
+    ($(#[$meta:meta])* $variant:ident, $transport:ident, $revision:ident, $backend:ident, $body:block) => {
         $(#[$meta])*
         async fn $variant() {
-            $crate::support::REVISION
+            let backend = $crate::support::Backend::$backend;
+            if backend == $crate::support::Backend::Postgres
+                && pkb_core::store::postgres::testing::admin_url().is_none()
+            {
+                return;
+            }
+            $crate::support::BACKEND
                 .scope(
-                    $crate::support::Revision::$revision,
-                    $crate::support::TRANSPORT
-                        .scope($crate::support::Transport::$transport, async $body),
+                    backend,
+                    $crate::support::REVISION.scope(
+                        $crate::support::Revision::$revision,
+                        $crate::support::TRANSPORT
+                            .scope($crate::support::Transport::$transport, async $body),
+                    ),
                 )
                 .await
         }
@@ -140,8 +180,8 @@ macro_rules! both_transports {
             mod $name {
                 #[allow(unused_imports)]
                 use super::*;
-                $crate::test_variant!($(#[$meta])* stdio, Stdio, Sessions, $body);
-                $crate::test_variant!($(#[$meta])* http, Http, Sessions, $body);
+                $crate::test_variant!($(#[$meta])* stdio, Stdio, Sessions, Sqlite, $body);
+                $crate::test_variant!($(#[$meta])* http, Http, Sessions, Sqlite, $body);
             }
         )*
     };
@@ -379,8 +419,24 @@ pub async fn connect_memory() -> Client {
     connect(&["--memory"], Sampling::Unsupported).await
 }
 
-/// Starts `pkb-server` with `args` over the test's transport and connects `handler`.
+/// Starts `pkb-server` with `args` over the test's transport and connects `handler`. On
+/// PostgreSQL, `--memory` gives way to a database of the test's own.
 pub async fn connect_with(handler: RecordingClient, args: &[&str]) -> Client {
+    let database = match current_backend() {
+        Backend::Postgres if args.contains(&"--memory") => postgres_database().await,
+        _ => None,
+    };
+    let args: Vec<&str> = match &database {
+        Some(url) => args
+            .iter()
+            .flat_map(|arg| match *arg {
+                "--memory" => vec!["--db", url.as_str()],
+                other => vec![other],
+            })
+            .collect(),
+        None => args.to_vec(),
+    };
+    let args = args.as_slice();
     match current_transport() {
         Transport::Stdio => {
             let mut command = tokio::process::Command::new(server_binary());
