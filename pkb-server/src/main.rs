@@ -142,11 +142,19 @@ async fn open_store(cli: &Cli) -> Result<(Store, Option<Arc<PgDatabase>>), Strin
         Some(issuer) => User::oauth_user(issuer, name),
         None => User::token_user(name),
     });
+    let maintenance = matches!(
+        cli.command,
+        Some(Command::Check | Command::Reindex | Command::Export { .. })
+    );
     let path = match (&user, cli.db()) {
         (_, Some(Database::Postgres(url))) => {
-            let database = PgDatabase::connect(&url, seed)
-                .await
-                .map_err(|e| e.to_string())?;
+            // Looking after a store must not create one, as with files below.
+            let database = if maintenance {
+                PgDatabase::connect_existing(&url).await
+            } else {
+                PgDatabase::connect(&url, seed).await
+            }
+            .map_err(|e| e.to_string())?;
             tracing::info!(
                 location = database.location(),
                 "using the PostgreSQL database"
@@ -164,10 +172,6 @@ async fn open_store(cli: &Cli) -> Result<(Store, Option<Arc<PgDatabase>>), Strin
         (None, Some(Database::File(path))) => path,
         (None, None) => Store::default_path().map_err(|e| e.to_string())?,
     };
-    let maintenance = matches!(
-        cli.command,
-        Some(Command::Check | Command::Reindex | Command::Export { .. })
-    );
     // Looking after a store must not create one: a mistyped --db would pass the check, and
     // a 0-byte file (what a first start on a full disk leaves) would become a seeded store.
     if maintenance {

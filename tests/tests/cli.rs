@@ -188,6 +188,59 @@ fn check_finds_a_store_out_of_step_and_reindex_mends_it() {
 }
 
 #[test]
+fn check_and_reindex_look_after_a_postgresql_store() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let Some(url) = runtime.block_on(support::postgres_database()) else {
+        return;
+    };
+    let output = pkb(&["--db", &url, "check"]);
+    assert!(!output.status.success(), "a database without PKB's notes");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("holds no PKB notes"), "{stderr}");
+
+    assert!(
+        pkb(&["--db", &url, "call", "fetch", r#"{"id": "todo"}"#])
+            .status
+            .success()
+    );
+    let output = pkb(&["--db", &url, "check"]);
+    assert!(output.status.success(), "a new store is sound");
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("ok: 3 notes"));
+
+    // What a hand-made UPDATE that bypassed PKB leaves: a search entry of other words.
+    runtime.block_on(pkb_core::store::postgres::testing::execute(
+        &url,
+        "UPDATE pkb_notes SET search = to_tsvector('simple', 'stale') WHERE id = 'todo'",
+    ));
+    let output = pkb(&["--db", &url, "check"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("out of step") && stderr.contains("1 of the notes' search entries"),
+        "{stderr}"
+    );
+    let output = pkb(&["--db", &url, "reindex"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(pkb(&["--db", &url, "check"]).status.success());
+    let found = pkb(&["--db", &url, "call", "search", r#"{"query": "things"}"#]);
+    assert!(String::from_utf8_lossy(&found.stdout).contains("\"todo\""));
+
+    // An unreachable database: a clear error, naming neither user nor password.
+    let unreachable = "postgres://pkb:hunter2-secret@127.0.0.1:1/pkb";
+    let output = pkb(&["--db", unreachable, "check"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("postgres://127.0.0.1:1/pkb") && !stderr.contains("hunter2"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn an_empty_pkb_db_counts_as_unset() {
     let data = tempfile::tempdir().unwrap();
     let output = Command::new(support::server_binary())

@@ -9,10 +9,18 @@ use pkb_core::note::Note;
 use pkb_core::store::Store;
 use support::run_command;
 
-/// Every note of the store file at `db`, sorted by id.
+/// Every note of the store at `db` (a file, or the local user's notes in a PostgreSQL
+/// database), sorted by id.
 fn notes_in(db: &str) -> Vec<Note> {
-    let store = Store::open(Path::new(db), false).expect("open the store");
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let store = if pkb_core::store::postgres::is_url(db) {
+        let database = runtime
+            .block_on(pkb_core::store::postgres::PgDatabase::connect_existing(db))
+            .expect("open the database");
+        database.store_for(&pkb_core::auth::User::local().storage_key())
+    } else {
+        Store::open(Path::new(db), false).expect("open the store")
+    };
     let mut notes: Vec<Note> = Vec::new();
     loop {
         let after = notes.last().map(|n| n.id.clone());
@@ -208,6 +216,24 @@ fn an_existing_id_is_skipped_unless_overwrite() {
 
 #[test]
 fn export_then_import_gives_back_every_note_exactly() {
+    let (_first_dir, first) = support::temp_store();
+    let (_second_dir, second) = support::temp_store();
+    round_trip(&first, &second);
+}
+
+#[test]
+fn export_then_import_gives_back_every_note_exactly_on_postgresql() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some(first) = runtime.block_on(support::postgres_database()) else {
+        return;
+    };
+    let second = runtime.block_on(support::postgres_database()).unwrap();
+    round_trip(&first, &second);
+}
+
+/// Imports a generated vault into `first`, exports it, imports that into `second` (each
+/// store new), and finds every note as it was.
+fn round_trip(first: &str, second: &str) {
     // A generated vault of 10,000 notes with every kind of field, and hand-made notes whose
     // titles and bodies YAML or Markdown could misread.
     let vault = tempfile::tempdir().unwrap();
@@ -229,9 +255,8 @@ fn export_then_import_gives_back_every_note_exactly() {
             text.as_bytes(),
         );
     }
-    let (_first_dir, first) = support::temp_store();
     let (status, stdout, stderr) =
-        run_command(&["--db", &first, "import", vault.path().to_str().unwrap()]);
+        run_command(&["--db", first, "import", vault.path().to_str().unwrap()]);
     assert!(status.success(), "{stdout}{stderr}");
     assert!(stdout.contains("imported 10000,"), "{stdout}");
     assert!(
@@ -249,15 +274,15 @@ fn export_then_import_gives_back_every_note_exactly() {
     ] {
         let arguments = serde_json::json!({"title": title, "body": body, "tags": ["x: y", "#z"]});
         let (status, _, stderr) =
-            run_command(&["--db", &first, "call", "write", &arguments.to_string()]);
+            run_command(&["--db", first, "call", "write", &arguments.to_string()]);
         assert!(status.success(), "{title}: {stderr}");
     }
-    let before = notes_in(&first);
+    let before = notes_in(first);
     assert_eq!(before.len(), 10_006);
 
     let exported = tempfile::tempdir().unwrap();
     let out = exported.path().join("vault");
-    let (status, stdout, stderr) = run_command(&["--db", &first, "export", out.to_str().unwrap()]);
+    let (status, stdout, stderr) = run_command(&["--db", first, "export", out.to_str().unwrap()]);
     assert!(status.success(), "{stderr}");
     assert!(stdout.contains("exported 10006 notes"), "{stdout}");
     assert_eq!(
@@ -271,10 +296,9 @@ fn export_then_import_gives_back_every_note_exactly() {
         "{sample}"
     );
 
-    let (_second_dir, second) = support::temp_store();
-    let (status, stdout, stderr) = run_command(&["--db", &second, "import", out.to_str().unwrap()]);
+    let (status, stdout, stderr) = run_command(&["--db", second, "import", out.to_str().unwrap()]);
     assert!(status.success(), "{stdout}{stderr}");
-    let after = notes_in(&second);
+    let after = notes_in(second);
     assert_eq!(after.len(), before.len());
     for (back, was) in after.iter().zip(&before) {
         assert_eq!(back, was, "every id, title, tag, body and date");

@@ -98,7 +98,7 @@ pub enum StoreError {
     /// What the store holds disagrees with itself (a search index out of step with the
     /// notes); `reindex` mends it.
     #[error(
-        "{store}: {reason}; run `pkb-server reindex` to rebuild what is derived from the notes"
+        "{store} is out of step: {reason}; run `pkb-server reindex` to rebuild what is derived from the notes"
     )]
     OutOfStep {
         /// The store, as its location is shown.

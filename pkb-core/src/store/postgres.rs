@@ -76,6 +76,20 @@ impl PgDatabase {
     /// key=value form) and makes or migrates PKB's schema. A user's notes are seeded with the
     /// contract's three when the user is first seen, if `seed`.
     pub async fn connect(url: &str, seed: bool) -> Result<Arc<PgDatabase>, StoreError> {
+        Self::connect_with(url, seed, true).await
+    }
+
+    /// [`PgDatabase::connect`] to a database that already holds PKB's schema (migrated when
+    /// older), for the commands that look after a store and must not make one.
+    pub async fn connect_existing(url: &str) -> Result<Arc<PgDatabase>, StoreError> {
+        Self::connect_with(url, false, false).await
+    }
+
+    async fn connect_with(
+        url: &str,
+        seed: bool,
+        create: bool,
+    ) -> Result<Arc<PgDatabase>, StoreError> {
         let mut config: tokio_postgres::Config = url.parse().map_err(|error| StoreError::Open {
             path: "the database URL".into(),
             source: format!("it is not a PostgreSQL URL ({error})").into(),
@@ -114,7 +128,7 @@ impl PgDatabase {
             listener: Mutex::default(),
         };
         let mut client = database.client().await?;
-        schema::migrate(&mut client, &database.location).await?;
+        schema::migrate(&mut client, &database.location, create).await?;
         Ok(Arc::new(database))
     }
 
@@ -583,7 +597,7 @@ impl NoteEngine for PgNotes {
         if stale > 0 {
             return Err(StoreError::OutOfStep {
                 store: self.database.location.clone(),
-                reason: format!("the search entries of {stale} notes do not match the notes"),
+                reason: format!("{stale} of the notes' search entries do not match their text"),
             });
         }
         Ok(())
@@ -663,6 +677,17 @@ pub mod testing {
         drop(client);
         let _ = connection.await;
         with_database(admin, name)
+    }
+
+    /// Runs `sql` on the database at `url`, as a test that damages a store does.
+    pub async fn execute(url: &str, sql: &str) {
+        let (client, connection) = tokio_postgres::connect(url, NoTls)
+            .await
+            .expect("connect to the test database");
+        let connection = tokio::spawn(connection);
+        client.batch_execute(sql).await.expect("run the test's SQL");
+        drop(client);
+        let _ = connection.await;
     }
 
     /// A random key, for a user or a database no other test has.

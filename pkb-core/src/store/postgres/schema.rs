@@ -52,8 +52,13 @@ CREATE INDEX pkb_notes_tags ON pkb_notes USING gin (tags);
 CREATE INDEX pkb_notes_recent ON pkb_notes (owner, created_order DESC);
 "#;
 
-/// Makes or migrates the schema; refuses a database a newer PKB migrated.
-pub(super) async fn migrate(client: &mut Client, location: &str) -> Result<(), StoreError> {
+/// Makes (when `create`) or migrates the schema; refuses a database a newer PKB migrated,
+/// and without `create` one that holds no PKB schema.
+pub(super) async fn migrate(
+    client: &mut Client,
+    location: &str,
+    create: bool,
+) -> Result<(), StoreError> {
     let failed =
         |source: tokio_postgres::Error| super::backend_error(location, "migrating", source);
     let tx = client.transaction().await.map_err(failed)?;
@@ -78,6 +83,13 @@ pub(super) async fn migrate(client: &mut Client, location: &str) -> Result<(), S
     }
     if found == SCHEMA_VERSION {
         return tx.commit().await.map_err(failed);
+    }
+    if found == 0 && !create {
+        // Rolled back: not even pkb_schema is left behind.
+        return Err(StoreError::Open {
+            path: location.into(),
+            source: "it holds no PKB notes (a server makes them there at its first start)".into(),
+        });
     }
     if let Err(error) = tx.batch_execute(V1).await {
         if error.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
