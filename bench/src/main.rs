@@ -15,6 +15,7 @@ mod client;
 mod floor;
 mod measure;
 mod phases;
+mod postgres;
 mod report;
 
 use pkb_bench::corpus;
@@ -49,6 +50,9 @@ usage: cargo run --release -p pkb-bench -- [options]
   --no-build         do not run `cargo build --release -p pkb-server` first
   --dir DIR          where the temporary stores go [default: the system temp folder]
   --keep             keep the stores afterwards (for profiling) and print where they are
+  --postgres URL     also run fetch, search, write and pipelined writes on PostgreSQL,
+                     beside SQLite, in a new database on the server of this admin URL
+                     (as .ci/start-postgres prints)
 ";
 
 /// The run's settings.
@@ -68,6 +72,7 @@ struct Config {
     dir: Option<PathBuf>,
     keep: bool,
     only: Option<Vec<String>>,
+    postgres: Option<String>,
 }
 
 impl Config {
@@ -100,6 +105,7 @@ fn parse_args() -> Result<Mode, String> {
         dir: None,
         keep: false,
         only: None,
+        postgres: None,
     };
     let mut floor = false;
     let mut preload = 0;
@@ -151,6 +157,9 @@ fn parse_args() -> Result<Mode, String> {
             }
             "--dir" => config.dir = Some(args.next().ok_or("--dir needs a folder")?.into()),
             "--keep" => config.keep = true,
+            "--postgres" => {
+                config.postgres = Some(args.next().ok_or("--postgres needs an admin URL")?)
+            }
             other => return Err(format!("unknown argument {other:?}; see --help")),
         }
     }
@@ -328,6 +337,25 @@ fn targets_unchecked(key: &Key) -> Vec<Target> {
             holds: Some(peak * 1024.0 <= 30e6),
         });
     }
+    let [pg, lite] = key.postgres_fetch_p50;
+    out.push(Target {
+        name: "PostgreSQL: fetch p50 within 3x SQLite's (fresh store)".into(),
+        measured: format!("{} vs {} = {:.2}x", us(pg), us(lite), ratio(pg, lite)),
+        holds: Some(ratio(pg, lite) <= 3.0),
+    });
+    let [pg, lite] = key.postgres_write_p50;
+    out.push(Target {
+        name: "PostgreSQL: write p50 within 2x SQLite's durable write".into(),
+        measured: format!("{} vs {} = {:.2}x", us(pg), us(lite), ratio(pg, lite)),
+        holds: Some(ratio(pg, lite) <= 2.0),
+    });
+    if let Some((size, p99)) = key.postgres_search_p99.iter().next_back() {
+        out.push(Target {
+            name: format!("PostgreSQL: search p99 <= 10 ms at {size} notes"),
+            measured: us(*p99),
+            holds: Some(*p99 <= 10_000.0),
+        });
+    }
     out.push(Target {
         name: "write p50 with a durable commit".into(),
         measured: format!(
@@ -430,9 +458,25 @@ fn run(config: &Config) -> Result<(), Error> {
     let mut key = Key::default();
     let started = Instant::now();
     phases::fresh(config, &server, temp.path(), &mut report, &mut key)?;
+    // A database for the fresh store's calls, and another that grows with the sizes.
+    let mut postgres = match &config.postgres {
+        Some(admin) => {
+            let fresh = postgres::Database::create(admin)?;
+            postgres::fresh(config, &server, temp.path(), &fresh, &mut report, &mut key)?;
+            Some(postgres::Database::create(admin)?)
+        }
+        None => None,
+    };
     phases::fsync(temp.path(), &mut report, &mut key)?;
     if !config.sizes.is_empty() {
-        phases::scale(config, &server, temp.path(), &mut report, &mut key)?;
+        phases::scale(
+            config,
+            &server,
+            temp.path(),
+            postgres.as_mut(),
+            &mut report,
+            &mut key,
+        )?;
     }
     report.targets = targets(&key);
     report.machine.push((

@@ -49,6 +49,14 @@ pub struct Key {
     pub fsync_p50: f64,
     /// Per store size.
     pub scale: std::collections::BTreeMap<usize, ScaleKey>,
+    /// Fetch p50 on a fresh store: PostgreSQL, SQLite (µs).
+    pub postgres_fetch_p50: [f64; 2],
+    /// Write p50 on a fresh store: PostgreSQL, SQLite (µs).
+    pub postgres_write_p50: [f64; 2],
+    /// Pipelined writes: PostgreSQL, SQLite (calls/s).
+    pub postgres_pipelined_writes: [f64; 2],
+    /// Search p99 on PostgreSQL, per store size (µs).
+    pub postgres_search_p99: std::collections::BTreeMap<usize, f64>,
 }
 
 impl Default for Key {
@@ -62,6 +70,10 @@ impl Default for Key {
             write_p50: f64::NAN,
             fsync_p50: f64::NAN,
             scale: Default::default(),
+            postgres_fetch_p50: [f64::NAN; 2],
+            postgres_write_p50: [f64::NAN; 2],
+            postgres_pipelined_writes: [f64::NAN; 2],
+            postgres_search_p99: Default::default(),
         }
     }
 }
@@ -101,7 +113,7 @@ impl Key {
 }
 
 /// The server over the store file `db`.
-fn server_launch(program: &Path, db: &Path) -> Launch {
+pub fn server_launch(program: &Path, db: &Path) -> Launch {
     Launch {
         program: program.to_owned(),
         args: vec!["--db".into(), db.as_os_str().to_owned()],
@@ -143,7 +155,7 @@ fn rss_row(report: &mut Report, section: &str, label: &str, srv: &Peer, flr: &Pe
 }
 
 /// The workload of one tool on the fresh store: `n` calls.
-fn fresh_calls(tool: &str, n: usize, catalog: &Catalog, index: &Index) -> Vec<Call> {
+pub fn fresh_calls(tool: &str, n: usize, catalog: &Catalog, index: &Index) -> Vec<Call> {
     match tool {
         "echo" => (0..n)
             .map(|k| {
@@ -370,6 +382,7 @@ pub fn scale(
     config: &Config,
     server: &Path,
     dir: &Path,
+    mut postgres: Option<&mut crate::postgres::Database>,
     report: &mut Report,
     key: &mut Key,
 ) -> Result<(), Error> {
@@ -582,6 +595,21 @@ pub fn scale(
         entry.search_p99 = s_all[1];
         entry.seed_fetch_p50 = s_seed[0];
         entry.small_fetch_p50 = small_seed[0];
+        if let Some(database) = postgres.as_deref_mut() {
+            crate::postgres::at_size(
+                size,
+                &server.program,
+                &server,
+                database,
+                &catalog,
+                seeds,
+                &queries,
+                &warm,
+                &index,
+                report,
+                key,
+            )?;
+        }
     }
     Ok(())
 }

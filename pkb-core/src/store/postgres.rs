@@ -17,7 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio::sync::OnceCell;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{NoTls, Row};
 
 pub use listen::NoteChange;
@@ -159,9 +159,18 @@ impl PgDatabase {
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
-        self.pool.get().await.map_err(|error| StoreError::Backend {
-            context: format!("cannot reach the database {}", self.location),
-            source: Box::new(error),
+        self.pool.get().await.map_err(|error| {
+            let reason = match &error {
+                deadpool_postgres::PoolError::Backend(error) => describe(error),
+                deadpool_postgres::PoolError::Timeout(_) => {
+                    "no connection could be had or made in time".to_owned()
+                }
+                other => other.to_string(),
+            };
+            StoreError::Backend {
+                context: format!("cannot reach the database {}", self.location),
+                source: reason.into(),
+            }
         })
     }
 }
@@ -202,7 +211,19 @@ fn instance_id() -> String {
 fn backend_error(location: &str, what: &str, source: tokio_postgres::Error) -> StoreError {
     StoreError::Backend {
         context: format!("{what} in {location}"),
-        source: Box::new(source),
+        source: describe(&source).into(),
+    }
+}
+
+/// What went wrong, in words: tokio-postgres shows a server's error only as "db error".
+/// An authentication failure is not detailed, as its text names the role.
+fn describe(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) if db.code().code().starts_with("28") => {
+            "the database refused the credentials".to_owned()
+        }
+        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+        None => error.to_string(),
     }
 }
 
@@ -512,26 +533,32 @@ impl NoteEngine for PgNotes {
         let tags = nul_escape::encode_all(tags);
         // NUL separates words anyway, and PostgreSQL's text cannot hold it.
         let text = text.replace('\0', " ");
-        // plainto_tsquery reads no syntax: the text only ever becomes quoted lexemes joined
-        // by `&`, to each of which `:*` (prefix) is then added.
-        let rows = self
-            .rows(
-                "searching",
-                r"WITH q AS (
-                    SELECT to_tsquery('simple', regexp_replace(
-                        plainto_tsquery('simple', unaccent($2))::text, '''(\s|$)', ''':*\1', 'g'
-                    )) AS query
-                ), recent AS (
-                    SELECT n.id, n.title, n.tags, n.search FROM pkb_notes n, q
-                    WHERE n.owner = $1 AND n.search @@ q.query AND n.tags @> $3
-                    ORDER BY n.created_order DESC LIMIT $5
+        let failed = self.failed("searching");
+        let client = self.client().await?;
+        let window = limit(limit_to);
+        // Unnamed each time, so planned with this query's words (pkb_query folds them into
+        // a constant): a prepared statement's generic plan would not know how common they
+        // are.
+        let rows = client
+            .query_typed(
+                "WITH recent AS (
+                    SELECT id, title, tags, search FROM pkb_notes
+                    WHERE owner = $1 AND tags @> $3 AND search @@ pkb_query($2)
+                    ORDER BY created_order DESC LIMIT $5
                 )
                 SELECT id, title, tags,
-                    ts_rank('{0, 0.1, 0.4, 1}', search, q.query)::float8 AS score
-                FROM recent, q ORDER BY score DESC, id LIMIT $4",
-                &[&self.owner, &text, &tags, &limit(limit_to), &RANK_WINDOW],
+                    ts_rank('{0, 0.1, 0.4, 1}', search, pkb_query($2))::float8 AS score
+                FROM recent ORDER BY score DESC, id LIMIT $4",
+                &[
+                    (&self.owner, Type::TEXT),
+                    (&text, Type::TEXT),
+                    (&tags, Type::TEXT_ARRAY),
+                    (&window, Type::INT8),
+                    (&RANK_WINDOW, Type::INT8),
+                ],
             )
-            .await?;
+            .await
+            .map_err(&failed)?;
         Ok(rows
             .iter()
             .map(|row| SearchHit {
