@@ -322,74 +322,7 @@ async fn writes_reach_the_subscribers_of_other_sessions() {
 #[tokio::test]
 async fn tls_serves_https_with_the_given_certificate() {
     let dir = tempfile::tempdir().unwrap();
-    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
-    let (ca, ca_key, cert, key) = (
-        path("ca.pem"),
-        path("ca.key"),
-        path("cert.pem"),
-        path("key.pem"),
-    );
-    std::fs::write(
-        path("leaf.cnf"),
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
-    )
-    .unwrap();
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-    ];
-    support::openssl(
-        &[
-            &["req", "-x509"],
-            &ec[..],
-            &[
-                "-days",
-                "1",
-                "-subj",
-                "/CN=pkb test CA",
-                "-keyout",
-                &ca_key,
-                "-out",
-                &ca,
-            ],
-        ]
-        .concat(),
-    );
-    support::openssl(
-        &[
-            &["req"],
-            &ec[..],
-            &[
-                "-subj",
-                "/CN=localhost",
-                "-keyout",
-                &key,
-                "-out",
-                &path("leaf.csr"),
-            ],
-        ]
-        .concat(),
-    );
-    support::openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        &path("leaf.csr"),
-        "-CA",
-        &ca,
-        "-CAkey",
-        &ca_key,
-        "-CAcreateserial",
-        "-days",
-        "1",
-        "-extfile",
-        &path("leaf.cnf"),
-        "-out",
-        &cert,
-    ]);
+    let support::TestCertificates { ca, cert, key } = support::test_certificates(dir.path());
     let server =
         HttpServerProcess::start(&["--memory", "--tls-cert", &cert, "--tls-key", &key]).await;
     assert!(

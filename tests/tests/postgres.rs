@@ -270,3 +270,93 @@ async fn restart_mid_stream() {
     assert!(!stderr.contains("hunter2"), "{stderr}");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn sslmode_require_reaches_the_database_over_verified_tls() {
+    if pkb_core::store::postgres::testing::admin_url().is_none() {
+        return;
+    }
+    let postgres = OwnPostgres::start();
+    let certificates = tempfile::tempdir().unwrap();
+    let support::TestCertificates { ca, cert, key } =
+        support::test_certificates(certificates.path());
+    // The server's own copies, readable by it alone, as PostgreSQL requires of its key.
+    let data = postgres.dir.path().join("data");
+    for (from, name) in [(&cert, "server.crt"), (&key, "server.key")] {
+        let to = data.join(name);
+        std::fs::copy(from, &to).unwrap();
+        let owner = std::fs::metadata(&data).unwrap();
+        std::os::unix::fs::chown(&to, Some(std::os::unix::fs::MetadataExt::uid(&owner)), None)
+            .unwrap();
+        std::fs::set_permissions(&to, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    }
+    let conf = data.join("postgresql.auto.conf");
+    let mut settings = std::fs::read_to_string(&conf).unwrap();
+    settings.push_str("ssl = on\n");
+    std::fs::write(&conf, settings).unwrap();
+    postgres.ctl(&["restart", "-m", "fast"]);
+
+    let database = pkb_core::store::postgres::testing::scratch_database(&postgres.admin).await;
+    let url = format!("{database}?sslmode=require");
+    let pkb = |cert_file: Option<&str>, args: &[&str]| {
+        let mut command = std::process::Command::new(support::server_binary());
+        command
+            .args(["--db", &url])
+            .args(args)
+            .env_remove("SSL_CERT_DIR")
+            .env("RUST_LOG", "warn");
+        match cert_file {
+            Some(file) => command.env("SSL_CERT_FILE", file),
+            None => command.env("SSL_CERT_FILE", "/nonexistent"),
+        };
+        command.output().unwrap()
+    };
+
+    let written = pkb(
+        Some(&ca),
+        &[
+            "call",
+            "write",
+            r#"{"title": "Over TLS", "body": "encrypted"}"#,
+        ],
+    );
+    assert!(
+        written.status.success(),
+        "{}",
+        String::from_utf8_lossy(&written.stderr)
+    );
+
+    // A server whose certificate nothing here vouches for is refused.
+    let refused = pkb(None, &["call", "fetch", r#"{"id": "over-tls"}"#]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("certificate"), "{stderr}");
+
+    // The connections were encrypted: ask the server, while a PKB server holds some.
+    let server = support::HttpServerProcess::start_with_env(
+        &["--db", &url],
+        &[("SSL_CERT_FILE", ca.as_str())],
+    )
+    .await;
+    let client = support::connect_http(
+        RecordingClient::new(Sampling::Unsupported),
+        &server.url,
+        None,
+    )
+    .await;
+    let fetched = call(&client, "fetch", json!({"id": "over-tls"})).await;
+    assert_eq!(structured(&fetched)["note"]["body"], "encrypted");
+    let output = std::process::Command::new("psql")
+        .arg(&database)
+        .args([
+            "-Atc",
+            "SELECT count(*) FILTER (WHERE s.ssl), count(*) FROM pg_stat_ssl s \
+             JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'pkb-server'",
+        ])
+        .output()
+        .expect("psql runs");
+    let counts = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let (encrypted, all) = counts.split_once('|').expect("two counts");
+    assert!(all != "0" && encrypted == all, "{counts}");
+    client.cancel().await.unwrap();
+}

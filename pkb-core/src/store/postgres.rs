@@ -10,6 +10,7 @@
 mod listen;
 mod nul_escape;
 mod schema;
+mod tls;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -52,6 +53,8 @@ pub struct PgDatabase {
     /// This process among those writing to the database: it ignores its own notifications.
     instance: String,
     seed: bool,
+    /// How connections are encrypted; `None` in the clear (see [`tls`]).
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     listener: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -101,13 +104,14 @@ impl PgDatabase {
             config.application_name("pkb-server");
         }
         let location = location_of(&config);
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let tls = tls::connector(&config, &location)?;
+        let manager_config = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match &tls {
+            Some(tls) => Manager::from_config(config.clone(), tls.clone(), manager_config),
+            None => Manager::from_config(config.clone(), NoTls, manager_config),
+        };
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .runtime(Runtime::Tokio1)
@@ -125,6 +129,7 @@ impl PgDatabase {
             location,
             instance: instance_id(),
             seed,
+            tls,
             listener: Mutex::default(),
         };
         let mut client = database.client().await?;

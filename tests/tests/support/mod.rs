@@ -746,6 +746,89 @@ pub fn run_command(args: &[&str]) -> (std::process::ExitStatus, String, String) 
     )
 }
 
+/// A test CA and a certificate it signed for `localhost` and `127.0.0.1` (P-256, one day).
+pub struct TestCertificates {
+    /// The CA's certificate (PEM).
+    pub ca: String,
+    /// The server's certificate (PEM).
+    pub cert: String,
+    /// The server's private key (PEM).
+    pub key: String,
+}
+
+/// Makes [`TestCertificates`] in `dir` with openssl.
+pub fn test_certificates(dir: &std::path::Path) -> TestCertificates {
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let (ca, ca_key, cert, key) = (
+        path("ca.pem"),
+        path("ca.key"),
+        path("cert.pem"),
+        path("key.pem"),
+    );
+    std::fs::write(
+        path("leaf.cnf"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    openssl(
+        &[
+            &["req", "-x509"],
+            &ec[..],
+            &[
+                "-days",
+                "1",
+                "-subj",
+                "/CN=pkb test CA",
+                "-keyout",
+                &ca_key,
+                "-out",
+                &ca,
+            ],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req"],
+            &ec[..],
+            &[
+                "-subj",
+                "/CN=localhost",
+                "-keyout",
+                &key,
+                "-out",
+                &path("leaf.csr"),
+            ],
+        ]
+        .concat(),
+    );
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        &path("leaf.csr"),
+        "-CA",
+        &ca,
+        "-CAkey",
+        &ca_key,
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        &path("leaf.cnf"),
+        "-out",
+        &cert,
+    ]);
+    TestCertificates { ca, cert, key }
+}
+
 /// Runs `openssl ARGS` (keys and certificates for the tests are made with it), asserting
 /// that it succeeds.
 pub fn openssl(args: &[&str]) {

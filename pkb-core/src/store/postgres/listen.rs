@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_postgres::{AsyncMessage, Client, Connection, NoTls};
 
 use super::PgDatabase;
 
@@ -40,58 +41,92 @@ pub(super) async fn listen(
     on_change: Arc<dyn Fn(NoteChange) + Send + Sync>,
 ) {
     loop {
-        let Some((config, instance, location)) = database
-            .upgrade()
-            .map(|db| (db.config.clone(), db.instance.clone(), db.location.clone()))
-        else {
+        let Some((config, tls, instance, location)) = database.upgrade().map(|db| {
+            (
+                db.config.clone(),
+                db.tls.clone(),
+                db.instance.clone(),
+                db.location.clone(),
+            )
+        }) else {
             return;
         };
-        match config.connect(NoTls).await {
-            Ok((client, mut connection)) => {
-                let mut messages =
-                    futures::stream::poll_fn(move |cx| connection.poll_message(cx)).fuse();
-                let listen = format!("LISTEN {CHANNEL}");
-                let listening = client.batch_execute(&listen);
-                let mut listening = std::pin::pin!(listening);
-                // The connection makes progress only while its messages are read.
-                let mut ready = false;
-                loop {
-                    tokio::select! {
-                        done = &mut listening, if !ready => match done {
-                            Ok(()) => {
-                                ready = true;
-                                tracing::debug!(location, "listening for other processes' writes");
-                            }
-                            Err(error) => {
-                                tracing::warn!(location, %error, "cannot listen for other processes' writes");
-                                break;
-                            }
-                        },
-                        message = messages.next() => match message {
-                            Some(Ok(AsyncMessage::Notification(note))) => {
-                                match serde_json::from_str::<NoteChange>(note.payload()) {
-                                    Ok(change) if change.instance != instance => on_change(change),
-                                    Ok(_) => {}
-                                    Err(error) => tracing::debug!(%error, "ignored a notification that is not PKB's"),
-                                }
-                            }
-                            Some(Ok(_)) => {}
-                            Some(Err(error)) => {
-                                tracing::warn!(location, %error, "lost the connection that hears other processes' writes; listening again");
-                                break;
-                            }
-                            None => break,
-                        },
-                    }
-                    if database.strong_count() == 0 {
-                        return;
-                    }
-                }
-            }
-            Err(error) => {
-                tracing::warn!(location, %error, "cannot connect to hear other processes' writes; trying again");
-            }
+        let heard = Heard {
+            instance: &instance,
+            location: &location,
+            on_change: on_change.as_ref(),
+        };
+        match tls {
+            Some(tls) => heard.until_lost(config.connect(tls).await).await,
+            None => heard.until_lost(config.connect(NoTls).await).await,
+        }
+        if database.strong_count() == 0 {
+            return;
         }
         tokio::time::sleep(RECONNECT_AFTER).await;
+    }
+}
+
+/// What one listening connection hands on, and to whom.
+struct Heard<'a> {
+    instance: &'a str,
+    location: &'a str,
+    on_change: &'a (dyn Fn(NoteChange) + Send + Sync),
+}
+
+impl Heard<'_> {
+    /// LISTENs on the connection `connected` and hands on what it hears until it is lost.
+    async fn until_lost<S, T>(
+        &self,
+        connected: Result<(Client, Connection<S, T>), tokio_postgres::Error>,
+    ) where
+        S: AsyncRead + AsyncWrite + Unpin,
+        T: AsyncRead + AsyncWrite + Unpin,
+    {
+        let location = self.location;
+        let (client, mut connection) = match connected {
+            Ok(connected) => connected,
+            Err(error) => {
+                let error = super::describe(&error);
+                tracing::warn!(location, %error, "cannot connect to hear other processes' writes; trying again");
+                return;
+            }
+        };
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx)).fuse();
+        let listen = format!("LISTEN {CHANNEL}");
+        let mut listening = std::pin::pin!(client.batch_execute(&listen));
+        // The connection makes progress only while its messages are read.
+        let mut ready = false;
+        loop {
+            tokio::select! {
+                done = &mut listening, if !ready => match done {
+                    Ok(()) => {
+                        ready = true;
+                        tracing::debug!(location, "listening for other processes' writes");
+                    }
+                    Err(error) => {
+                        let error = super::describe(&error);
+                        tracing::warn!(location, %error, "cannot listen for other processes' writes");
+                        return;
+                    }
+                },
+                message = messages.next() => match message {
+                    Some(Ok(AsyncMessage::Notification(note))) => {
+                        match serde_json::from_str::<NoteChange>(note.payload()) {
+                            Ok(change) if change.instance != self.instance => (self.on_change)(change),
+                            Ok(_) => {}
+                            Err(error) => tracing::debug!(%error, "ignored a notification that is not PKB's"),
+                        }
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(error)) => {
+                        let error = super::describe(&error);
+                        tracing::warn!(location, %error, "lost the connection that hears other processes' writes; listening again");
+                        return;
+                    }
+                    None => return,
+                },
+            }
+        }
     }
 }
