@@ -312,27 +312,13 @@ pub fn fresh(
         rss_row(report, FRESH, "after pipelined fetch", &srv, &flr);
     }
     if config.runs("pipelined-write") {
-        const WARM: usize = 500;
-        let n = config.pipelined / 5;
         eprintln!(
-            "pkb-bench: {FRESH}: {n} pipelined write calls, {} in flight",
+            "pkb-bench: {FRESH}: {} pipelined write calls, {} in flight",
+            config.pipelined / 5,
             config.window
         );
         // New notes of their own, after the sequential writes' ones.
-        let (corpus, _) = corpus::generate(0);
-        let mut rng = Rng(corpus::SEED ^ 0x99);
-        let writes: Vec<Call> = (0..WARM + n)
-            .map(|k| Call::write(&corpus.note(&mut rng, 2_000_000 + k)))
-            .collect();
-        let (warm, calls) = writes.split_at(WARM);
-        let rates = measure::pipelined(
-            &mut [&mut srv, &mut flr],
-            calls,
-            warm,
-            config.window,
-            4,
-            &catalog,
-        )?;
+        let rates = pipelined_writes(config, [&mut srv, &mut flr], &catalog, 0x99, 2_000_000)?;
         key.pipelined_writes = rates;
         report.row(
             FRESH,
@@ -348,6 +334,26 @@ pub fn fresh(
     srv.stop()?;
     flr.stop()?;
     Ok(())
+}
+
+/// Pipelined writes of `config.pipelined / 5` new notes (numbered from `first`, drawn with
+/// `seed`), after 500 of warm-up, to both peers; calls/s of each.
+pub fn pipelined_writes(
+    config: &Config,
+    [a, b]: [&mut Peer; 2],
+    catalog: &Catalog,
+    seed: u64,
+    first: usize,
+) -> Result<[f64; 2], Error> {
+    const WARM: usize = 500;
+    let n = config.pipelined / 5;
+    let (corpus, _) = corpus::generate(0);
+    let mut rng = Rng(corpus::SEED ^ seed);
+    let writes: Vec<Call> = (0..WARM + n)
+        .map(|k| Call::write(&corpus.note(&mut rng, first + k)))
+        .collect();
+    let (warm, calls) = writes.split_at(WARM);
+    measure::pipelined(&mut [a, b], calls, warm, config.window, 4, catalog)
 }
 
 /// What one durable commit costs on this disk, for reading the write figure.

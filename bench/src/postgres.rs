@@ -112,26 +112,13 @@ pub fn fresh(
             Some(s),
         );
     }
-    const WARM: usize = 500;
-    let n = config.pipelined / 5;
     eprintln!(
-        "pkb-bench: {FRESH}: {n} pipelined write calls, {} in flight",
+        "pkb-bench: {FRESH}: {} pipelined write calls, {} in flight",
+        config.pipelined / 5,
         config.window
     );
-    let (corpus, _) = corpus::generate(0);
-    let mut rng = Rng(corpus::SEED ^ 0x77);
-    let writes: Vec<Call> = (0..WARM + n)
-        .map(|k| Call::write(&corpus.note(&mut rng, 3_000_000 + k)))
-        .collect();
-    let (warm, calls) = writes.split_at(WARM);
-    let rates = measure::pipelined(
-        &mut [&mut pg, &mut sqlite],
-        calls,
-        warm,
-        config.window,
-        4,
-        &catalog,
-    )?;
+    let rates =
+        crate::phases::pipelined_writes(config, [&mut pg, &mut sqlite], &catalog, 0x77, 3_000_000)?;
     key.postgres_pipelined_writes = rates;
     report.row(
         FRESH,
