@@ -327,6 +327,24 @@ fn is_stateless(request: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|version| !version.has_initialize())
 }
 
+/// The methods 2026-07-28 removed. Sent as requests of that revision they get -32601 (over
+/// HTTP with 404) whatever their params, before anything reads those params.
+pub(crate) const REMOVED_BY_STATELESS_REVISION: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// Whether a request of `method` whose `_meta` names `version` is one of the stateless
+/// revision's removed methods.
+pub(crate) fn removed_by_stateless_revision(method: &str, version: Option<&str>) -> bool {
+    // Revisions are dates, so text order is their order.
+    REMOVED_BY_STATELESS_REVISION.contains(&method)
+        && version.is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+}
+
 /// The MCP methods this server answers. A known method whose params fail to parse gets
 /// -32602 (invalid params), not -32601 (method not found).
 pub(crate) const KNOWN_METHODS: &[&str] = &[

@@ -402,22 +402,18 @@ fn plain_call_tool_id(
     request_id(object.get("id")?)
 }
 
-/// The id and method of a `ping` or `initialize` sent as a request of the stateless
-/// revision (its `_meta` names 2026-07-28 or later), which removed both. rmcp answers such a
-/// ping before a session exists and takes such an initialize for the older handshake; the
-/// revision says -32601.
+/// The id and method of a request of the stateless revision (its `_meta` names 2026-07-28 or
+/// later) for a method that revision removed. rmcp answers such a ping before a session
+/// exists, takes such an initialize for the older handshake, and reads the others' params
+/// first; the revision says -32601 whatever the params.
 fn removed_by_stateless_revision(value: &Value) -> Option<(Value, &str)> {
     let method = value.get("method")?.as_str()?;
-    if !matches!(method, "ping" | "initialize") {
-        return None;
-    }
     let version = value
         .get("params")?
         .get("_meta")?
         .get("io.modelcontextprotocol/protocolVersion")?
-        .as_str()?;
-    // Revisions are dates, so text order is their order.
-    if version < rmcp::model::ProtocolVersion::V_2026_07_28.as_str() {
+        .as_str();
+    if !crate::server::removed_by_stateless_revision(method, version) {
         return None;
     }
     Some((answerable_id(value.get("id")?)?, method))

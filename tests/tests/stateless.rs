@@ -236,9 +236,18 @@ fn meta() -> Value {
     })
 }
 
-/// The methods 2026-07-28 removed, with params that would be valid on older revisions.
+/// The methods 2026-07-28 removed, with params that would be valid on older revisions, and
+/// with only `_meta` (params those methods could not read): the method is gone either way.
 fn removed_methods() -> Vec<(&'static str, Value)> {
-    vec![
+    let only_meta = [
+        "ping",
+        "initialize",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    ]
+    .map(|method| (method, json!({"_meta": meta()})));
+    let mut methods = vec![
         ("ping", json!({"_meta": meta()})),
         (
             "initialize",
@@ -256,7 +265,9 @@ fn removed_methods() -> Vec<(&'static str, Value)> {
             "resources/unsubscribe",
             json!({"_meta": meta(), "uri": "pkb://notes/todo"}),
         ),
-    ]
+    ];
+    methods.extend(only_meta);
+    methods
 }
 
 #[tokio::test]
@@ -278,7 +289,7 @@ async fn removed_methods_are_404_over_http() {
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2026-07-28")
             .header("mcp-method", method)
-            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
+            .json(&json!({"jsonrpc": "2.0", "id": 500, "method": method, "params": params}));
         if let Some(uri) = params.get("uri").and_then(Value::as_str) {
             request = request.header("mcp-name", uri);
         }
@@ -286,6 +297,7 @@ async fn removed_methods_are_404_over_http() {
         assert_eq!(answer.status(), 404, "{method}");
         let body: Value = answer.json().await.unwrap();
         assert_eq!(body["error"]["code"], -32601, "{method}: {body}");
+        assert_eq!(body["id"], 500, "{method}: {body}");
     }
 }
 

@@ -110,16 +110,17 @@ struct PeekMeta {
 }
 
 impl Peek {
-    /// An `initialize` sent as a request of the stateless revision, which removed it: rmcp
-    /// would take it for the older handshake and open a session.
-    fn is_stateless_initialize(&self) -> bool {
+    /// The method, when this is a request of the stateless revision for a method it removed:
+    /// rmcp would take an `initialize` for the older handshake and open a session, and would
+    /// read the others' params before finding the method gone.
+    fn removed_by_stateless_revision(&self) -> Option<&str> {
+        let method = self.method.as_deref()?;
         let version = self
             .params
             .as_ref()
             .and_then(|p| p.meta.as_ref())
             .and_then(|m| m.protocol_version.as_deref());
-        self.method.as_deref() == Some("initialize")
-            && version.is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+        crate::server::removed_by_stateless_revision(method, version).then_some(method)
     }
 }
 
@@ -273,13 +274,13 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             }
         }
         if let Some(peek) = &peek
-            && peek.is_stateless_initialize()
+            && peek.id.is_some()
+            && let Some(removed) = peek.removed_by_stateless_revision()
         {
-            // As rmcp answers the other methods 2026-07-28 removed.
             let error = serde_json::json!({
                 "jsonrpc": "2.0",
-                "id": peek.id.clone().unwrap_or(serde_json::Value::Null),
-                "error": {"code": -32601, "message": "method not found: initialize (2026-07-28 has no such method)"},
+                "id": peek.id,
+                "error": {"code": -32601, "message": format!("method not found: {removed} (2026-07-28 has no such method)")},
             });
             return (StatusCode::NOT_FOUND, axum::Json(error)).into_response();
         }
