@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use pkb_core::store::Store;
 use pkb_core::transport::{DirectCalls, LineTransport};
-use pkb_core::{PkbServer, Registry};
+use pkb_core::{McpServer, NotesApp, Registry};
 use rmcp::ServiceExt;
 
 // Linking the library registers `word_count`.
@@ -19,7 +19,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(path) => Store::open(path.as_ref(), true)?,
     };
     let registry = Arc::new(Registry::collect()?);
-    let server = PkbServer::new(registry, store);
+    let server = McpServer::new(registry, NotesApp::Shared(store));
     // Tool calls answered in the transport, once the client has initialized, skip a task and a
     // channel hop each in rmcp's service loop.
     let direct_calls = DirectCalls::new(server.clone());

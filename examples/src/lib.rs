@@ -1,7 +1,7 @@
 //! A further tool written with `#[pkb_tool]`, exactly as a user of `pkb-core` would write one.
 //! Linking this crate is all it takes to register it; `examples/word_count.rs` serves it.
 
-use pkb_core::{Context, ToolError, pkb_tool};
+use pkb_core::{Context, NotesContext, ToolError, pkb_tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 

@@ -13,11 +13,13 @@ pub mod framework;
 pub mod note;
 pub mod store;
 
+pub use framework::app::{App, ResourcePage, Stateless};
 pub use framework::args::{ArgRules, ArgSpec, InvalidArguments};
-pub use framework::context::{Context, SamplingError, Session};
+pub use framework::context::{AppState, Context, SamplingError, Session};
 pub use framework::prompt::{PromptDef, PromptError};
 pub use framework::registry::{Completion, CompletionTarget, MAX_COMPLETIONS, Registry};
 pub use framework::resource::{ResourceDef, ResourceError};
+pub use framework::server::McpServer;
 pub use framework::tool::{Annotations, ToolDef, ToolError};
 pub use pkb_macros::{pkb_prompt, pkb_resource, pkb_tool};
 
@@ -45,12 +47,12 @@ pub mod __private {
     pub use serde_json::Value;
 }
 
+pub mod notes_app;
 pub mod prompts;
 pub mod resources;
-pub mod server;
 pub mod summary;
 pub mod tools;
 pub mod transport;
 pub mod vault;
 
-pub use server::PkbServer;
+pub use notes_app::{NotesApp, NotesContext};

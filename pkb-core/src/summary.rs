@@ -5,8 +5,6 @@
 // same request through a second round (see `Context::sample`).
 #![allow(deprecated)]
 
-use std::time::Duration;
-
 use rmcp::model::{CreateMessageRequestParams, SamplingMessage};
 
 use crate::Context;
@@ -14,9 +12,6 @@ use crate::note::Note;
 
 /// The most tokens a summary may ask the client's model for.
 pub const SAMPLING_MAX_TOKENS: u32 = 400;
-/// How long a summary waits for the client's model before giving up, unless the server was
-/// started with another (`--sampling-timeout`).
-pub const SAMPLING_TIMEOUT: Duration = Duration::from_secs(60);
 /// The most characters of an extractive summary.
 pub const EXTRACTIVE_MAX_CHARS: usize = 400;
 

@@ -264,7 +264,7 @@ where
                 && value
                     .get("method")
                     .and_then(Value::as_str)
-                    .is_some_and(|m| crate::server::KNOWN_METHODS.contains(&m));
+                    .is_some_and(|m| crate::framework::server::KNOWN_METHODS.contains(&m));
             match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {
                 Ok(message) => {
                     if let JsonRpcMessage::Request(request) = &message {
@@ -413,7 +413,7 @@ fn removed_by_stateless_revision(value: &Value) -> Option<(Value, &str)> {
         .get("_meta")?
         .get("io.modelcontextprotocol/protocolVersion")?
         .as_str();
-    if !crate::server::removed_by_stateless_revision(method, version) {
+    if !crate::framework::server::removed_by_stateless_revision(method, version) {
         return None;
     }
     Some((answerable_id(value.get("id")?)?, method))

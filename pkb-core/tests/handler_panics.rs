@@ -57,16 +57,16 @@ async fn a_server_answering_calls_in_its_transport_survives_a_panicking_tool() {
 async fn serve_a_panicking_tool(direct: bool) {
     use std::sync::Arc;
 
-    use pkb_core::PkbServer;
     use pkb_core::transport::{DirectCalls, LineTransport};
+    use pkb_core::{McpServer, NotesApp};
     use rmcp::ServiceExt;
     use rmcp::model::CallToolRequestParams;
 
     let (client_side, server_side) = tokio::io::duplex(1 << 16);
     let (server_read, server_write) = tokio::io::split(server_side);
-    let server = PkbServer::new(
+    let server = McpServer::new(
         Arc::new(Registry::collect().unwrap()),
-        Store::open_in_memory(true).unwrap(),
+        NotesApp::Shared(Store::open_in_memory(true).unwrap()),
     );
     let mut transport = LineTransport::new(server_read, server_write);
     if direct {

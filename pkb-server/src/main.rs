@@ -22,7 +22,7 @@ use pkb_core::store::per_user::{IDLE_CLOSE, UserStores};
 use pkb_core::store::postgres::PgDatabase;
 use pkb_core::transport::http::{HttpServer, HttpSettings, Tls};
 use pkb_core::transport::{DirectCalls, LineTransport};
-use pkb_core::{Context, PkbServer, Registry};
+use pkb_core::{Context, McpServer, NotesApp, Registry};
 use rmcp::ServiceExt;
 use tracing_subscriber::EnvFilter;
 
@@ -99,7 +99,7 @@ async fn run(cli: Cli) -> ExitCode {
             if let Some(database) = &database {
                 hear_other_processes(database, &hub);
             }
-            let server = PkbServer::new(registry, store)
+            let server = McpServer::new(registry, NotesApp::Shared(store))
                 .with_sampling_timeout(Duration::from_secs(cli.sampling_timeout))
                 .with_change_hub(hub)
                 .with_round_states(round_states);
@@ -290,7 +290,7 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
         };
         let users = Arc::new(users);
         _idle_close = Some(UserStores::spawn_idle_close(&users, IDLE_CLOSE));
-        PkbServer::per_user(registry, users)
+        McpServer::new(registry, NotesApp::PerUser(users))
     } else {
         let (store, database) = match open_store(&cli).await {
             Ok(opened) => opened,
@@ -300,7 +300,7 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
             hear_other_processes(database, &hub);
         }
         _upkeep = store.spawn_index_upkeep(INDEX_UPKEEP_QUIET);
-        PkbServer::new(registry, store)
+        McpServer::new(registry, NotesApp::Shared(store))
     };
     let round_states = match round_states(&cli) {
         Ok(states) => states,
@@ -337,7 +337,7 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
 /// merged: long enough that a burst of requests is not slowed by it.
 const INDEX_UPKEEP_QUIET: Duration = Duration::from_secs(2);
 
-async fn serve(server: PkbServer) -> ExitCode {
+async fn serve(server: McpServer) -> ExitCode {
     // Listen before the first byte is read: a signal that arrives while the client is still
     // initializing must stop the server cleanly, not kill it with the default action.
     let shutdown = match ShutdownSignal::listen() {

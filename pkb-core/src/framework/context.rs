@@ -1,9 +1,11 @@
-//! The context a handler receives: the store, and the connection to the client that called.
+//! The context a handler receives: the application's state, and the connection to the client
+//! that called.
 
 // Sampling, logging and subscriptions are deprecated by the stateless 2026-07-28 revision;
 // they are how the older revisions, still served, do these things.
 #![allow(deprecated)]
 
+use std::any::Any;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -20,13 +22,19 @@ use tokio_util::sync::CancellationToken;
 
 use super::changes::{Change, ChangeHub, ChangeKind};
 use super::input_rounds::{InputRound, RoundSample};
-use crate::store::Store;
+
+/// The application's state for one request, as its [`App`](super::app::App) made it for the
+/// user the request acts for; handlers reach it with [`Context::state`].
+pub type AppState = Arc<dyn Any + Send + Sync>;
+
+/// How long a sampling request may take by default before it is given up.
+pub const DEFAULT_SAMPLING_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What one handler call can reach. Taken as `ctx: &Context` by any tool, resource, prompt or
 /// completion fn; the macros recognise it by type.
 #[derive(Clone)]
 pub struct Context {
-    store: Store,
+    state: AppState,
     session: Arc<Session>,
     peer: Option<Peer<RoleServer>>,
     sampling: bool,
@@ -204,17 +212,17 @@ pub enum SamplingError {
 impl Context {
     /// A context for a request from a connected client.
     pub fn new(
-        store: Store,
+        state: AppState,
         session: Arc<Session>,
         peer: Option<Peer<RoleServer>>,
         sampling: bool,
     ) -> Self {
         Self {
-            store,
+            state,
             session,
             peer,
             sampling,
-            sampling_timeout: crate::summary::SAMPLING_TIMEOUT,
+            sampling_timeout: DEFAULT_SAMPLING_TIMEOUT,
             changes: None,
             round: None,
             log_level: None,
@@ -267,10 +275,10 @@ impl Context {
         self
     }
 
-    /// A context with no client attached, as for the `call` command line: sampling is
-    /// unavailable and notifications go nowhere.
-    pub fn detached(store: Store) -> Self {
-        Self::new(store, Arc::default(), None, false)
+    /// A context with no client attached, as for a command line: sampling is unavailable and
+    /// notifications go nowhere.
+    pub fn detached(state: impl Any + Send + Sync) -> Self {
+        Self::new(Arc::new(state), Arc::default(), None, false)
     }
 
     /// How long a sampling request may take before it is given up.
@@ -278,9 +286,10 @@ impl Context {
         self.sampling_timeout
     }
 
-    /// The note store.
-    pub fn store(&self) -> &Store {
-        &self.store
+    /// The application's state, when it is a `T`: what the server's [`App`](super::app::App)
+    /// made for this request's user.
+    pub fn state<T: Any>(&self) -> Option<&T> {
+        self.state.downcast_ref()
     }
 
     /// The client connection, when there is one.

@@ -2,6 +2,7 @@
 //! what the generated code registers, validates with and answers through.
 
 pub mod access;
+pub mod app;
 pub mod args;
 pub mod changes;
 pub mod checks;
@@ -11,5 +12,6 @@ pub mod prompt;
 pub mod registry;
 pub mod resource;
 pub mod schema;
+pub mod server;
 pub mod text;
 pub mod tool;

@@ -84,13 +84,6 @@ pub enum ResourceError {
     Failed(String),
 }
 
-impl From<crate::store::StoreError> for ResourceError {
-    fn from(error: crate::store::StoreError) -> Self {
-        tracing::error!(%error, "store error in a resource");
-        Self::Failed(format!("storage error: {error}"))
-    }
-}
-
 /// What a `#[pkb_resource]` fn returns.
 #[diagnostic::on_unimplemented(
     message = "a `#[pkb_resource]` fn must return `Result<String, ResourceError>`",

@@ -67,13 +67,6 @@ impl ToolError {
     }
 }
 
-impl From<crate::store::StoreError> for ToolError {
-    fn from(error: crate::store::StoreError) -> Self {
-        tracing::error!(%error, "store error in a tool");
-        Self::new(format!("storage error: {error}"))
-    }
-}
-
 /// What a `#[pkb_tool]` fn returns: `Result<T, ToolError>` with `T` a serializable type that
 /// has a JSON Schema (its `outputSchema`).
 #[diagnostic::on_unimplemented(

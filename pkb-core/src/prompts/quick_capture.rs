@@ -3,7 +3,7 @@
 use rmcp::model::{PromptMessage, Role};
 
 use crate::framework::registry::MAX_COMPLETIONS;
-use crate::{Context, PromptError, pkb_prompt};
+use crate::{Context, NotesContext, PromptError, pkb_prompt};
 
 /// Turns a piece of text into a note: the model picks a concise title and 1 to 3 tags, then
 /// saves it with the `write` tool.

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::store::NoteSummary;
-use crate::{Context, ResourceError, pkb_resource};
+use crate::{Context, NotesContext, ResourceError, pkb_resource};
 
 /// Notes read per store round trip while building the index.
 const PAGE: usize = 500;

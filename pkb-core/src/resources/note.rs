@@ -1,7 +1,7 @@
 //! `pkb://notes/{id}`: one note as markdown.
 
 use crate::note::Note;
-use crate::{Context, ResourceError, pkb_resource};
+use crate::{Context, NotesContext, ResourceError, pkb_resource};
 
 /// One note as markdown: its title as a heading, its tags, then its body.
 #[pkb_resource(

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::tools::fetch::not_found;
-use crate::{Context, ToolError, pkb_tool};
+use crate::{Context, NotesContext, ToolError, pkb_tool};
 
 /// What `delete` returns.
 #[derive(Debug, Serialize, JsonSchema)]

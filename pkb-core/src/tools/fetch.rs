@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::note::Note;
-use crate::{Context, ToolError, pkb_tool};
+use crate::{Context, NotesContext, ToolError, pkb_tool};
 
 /// What `fetch` returns.
 #[derive(Debug, Serialize, JsonSchema)]

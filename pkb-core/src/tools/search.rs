@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::resources::note_uri;
-use crate::{Context, ToolError, pkb_tool};
+use crate::{Context, NotesContext, ToolError, pkb_tool};
 
 /// What `search` returns.
 #[derive(Debug, Serialize, JsonSchema)]

@@ -8,7 +8,7 @@ use crate::store::{NoteDraft, PutMode};
 use crate::summary::{SummarySource, summarize as summarize_note};
 use crate::tools::fetch::not_found;
 use crate::tools::write::put_and_announce;
-use crate::{Context, ToolError, pkb_tool};
+use crate::{Context, NotesContext, ToolError, pkb_tool};
 
 /// What `summarize` returns.
 #[derive(Debug, Serialize, JsonSchema)]

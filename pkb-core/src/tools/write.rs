@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::note::{derive_id, normalize_tags};
 use crate::store::{NoteDraft, PutMode, PutOutcome};
-use crate::{Context, ToolError, pkb_tool};
+use crate::{Context, NotesContext, ToolError, pkb_tool};
 
 /// What `write` returns.
 #[derive(Debug, Serialize, JsonSchema)]

@@ -38,7 +38,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::PkbServer;
+use crate::McpServer;
 use crate::framework::context::lock;
 
 /// How long the end of input waits for calls still being answered: what rmcp's loop allows its
@@ -56,7 +56,7 @@ pub(super) const CLOSE_WAIT: Duration = END_OF_INPUT_WAIT;
 ///
 /// [`LineTransport`]: super::LineTransport
 pub struct DirectCalls {
-    server: PkbServer,
+    server: McpServer,
     /// Calls being answered, by request ID, so a cancellation can find them; each with the
     /// ticket of the call that registered it, in case a client reuses an ID while it runs.
     running: Mutex<HashMap<RequestId, (u64, CancellationToken)>>,
@@ -67,7 +67,7 @@ pub struct DirectCalls {
 
 impl DirectCalls {
     /// Direct answers from `server`'s handler, from the moment it has answered `initialize`.
-    pub fn new(server: PkbServer) -> Arc<Self> {
+    pub fn new(server: McpServer) -> Arc<Self> {
         Arc::new(Self {
             server,
             running: Mutex::default(),

@@ -120,7 +120,7 @@ impl Peek {
             .as_ref()
             .and_then(|p| p.meta.as_ref())
             .and_then(|m| m.protocol_version.as_deref());
-        crate::server::removed_by_stateless_revision(method, version).then_some(method)
+        crate::framework::server::removed_by_stateless_revision(method, version).then_some(method)
     }
 }
 

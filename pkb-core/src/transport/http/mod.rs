@@ -2,7 +2,7 @@
 //! the DNS-rebinding checks ([`origin`]) and the authorization gate ([`gate`]), served by
 //! hyper with the contract's limits on slow clients, with or without TLS.
 //!
-//! Every session gets its own [`PkbServer`] from one template, so tools, resources and
+//! Every session gets its own [`McpServer`] from one template, so tools, resources and
 //! prompts are the same as on stdio: no handler learns which transport it is on.
 
 mod gate;
@@ -27,7 +27,7 @@ pub use gate::BODY_TIMEOUT;
 pub use listener::{HEADER_TIMEOUT, Tls};
 pub use origin::OriginPolicy;
 
-use crate::PkbServer;
+use crate::McpServer;
 use crate::auth::{Authenticator, READ_SCOPE, WRITE_SCOPE};
 use crate::transport::MAX_MESSAGE_BYTES;
 
@@ -98,7 +98,7 @@ pub struct HttpServer {
 
 impl HttpServer {
     /// Binds the address and builds the service; serving starts with [`HttpServer::run`].
-    pub async fn bind(settings: HttpSettings, template: PkbServer) -> Result<Self, HttpError> {
+    pub async fn bind(settings: HttpSettings, template: McpServer) -> Result<Self, HttpError> {
         if !settings.auth.required() && !settings.bind.ip().is_loopback() {
             return Err(HttpError::OpenToTheNetwork(settings.bind));
         }

@@ -1,5 +1,5 @@
-//! The MCP server: answers the protocol from the [`Registry`] and the notes of the user
-//! each request acts for.
+//! The MCP server: answers the protocol from the [`Registry`] and the state its [`App`] makes
+//! for the user each request acts for.
 
 // Sampling, logging and subscriptions are deprecated by the stateless 2026-07-28 revision;
 // the older revisions, served beside it, still use them.
@@ -11,33 +11,31 @@ use std::sync::{Arc, OnceLock};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
     CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, InputResponses,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Reference, Resource, ResourceContents, ServerCapabilities,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    GetPromptResult, InitializeRequestParams, InitializeResult, InputResponses, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Reference, ResourceContents, ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{Peer, RoleServer, ServerHandler};
 use serde_json::json;
 
+use super::app::App;
+use super::changes::{ChangeHub, ChangeKind};
+use super::context::{AppState, DEFAULT_SAMPLING_TIMEOUT};
+use super::input_rounds::{CallIdentity, InputRound, RoundStates, input_required};
 use crate::auth::{Principal, User};
-use crate::framework::changes::{ChangeHub, ChangeKind};
-use crate::framework::input_rounds::{CallIdentity, InputRound, RoundStates, input_required};
-use crate::note::is_valid_id;
-use crate::resources::note_uri;
-use crate::store::Store;
-use crate::store::per_user::UserStores;
 use crate::{CompletionTarget, Context, Registry, ResourceError, Session};
 
 /// The most entries in one page of resources/list.
 pub const RESOURCES_PAGE_SIZE: usize = 100;
 
-/// One client's MCP server over the notes of the user it serves.
+/// One client's MCP server: the declarations of a [`Registry`], over the state of an [`App`].
 #[derive(Clone)]
-pub struct PkbServer {
+pub struct McpServer {
     registry: Arc<Registry>,
-    notes: Notes,
+    app: Arc<dyn App>,
     session: Arc<Session>,
     sampling_timeout: std::time::Duration,
     /// The client handle of the session, once `initialize` has succeeded.
@@ -50,15 +48,6 @@ pub struct PkbServer {
     round_states: Arc<RoundStates>,
 }
 
-/// Whose notes a request reaches.
-#[derive(Clone)]
-enum Notes {
-    /// One store for every request: one user.
-    Shared(Store),
-    /// Each authenticated user's own store.
-    PerUser(Arc<UserStores>),
-}
-
 /// The principal the HTTP transport found for this request, if any.
 fn principal_of(request: &RequestContext<RoleServer>) -> Option<&Principal> {
     request
@@ -68,23 +57,14 @@ fn principal_of(request: &RequestContext<RoleServer>) -> Option<&Principal> {
         .get::<Principal>()
 }
 
-impl PkbServer {
-    /// A server answering from `registry` over `store`, for one user.
-    pub fn new(registry: Arc<Registry>, store: Store) -> Self {
-        Self::with_notes(registry, Notes::Shared(store))
-    }
-
-    /// A server answering each authenticated user from their own store in `users`.
-    pub fn per_user(registry: Arc<Registry>, users: Arc<UserStores>) -> Self {
-        Self::with_notes(registry, Notes::PerUser(users))
-    }
-
-    fn with_notes(registry: Arc<Registry>, notes: Notes) -> Self {
+impl McpServer {
+    /// A server answering from `registry`, its handlers reaching what `app` gives them.
+    pub fn new(registry: Arc<Registry>, app: impl App) -> Self {
         Self {
             registry,
-            notes,
+            app: Arc::new(app),
             session: Arc::default(),
-            sampling_timeout: crate::summary::SAMPLING_TIMEOUT,
+            sampling_timeout: DEFAULT_SAMPLING_TIMEOUT,
             peer: Arc::default(),
             changes: Arc::default(),
             user: Arc::default(),
@@ -92,7 +72,7 @@ impl PkbServer {
         }
     }
 
-    /// A server for one more session beside this one: the same registry, notes and
+    /// A server for one more session beside this one: the same registry, application and
     /// settings, a session of its own.
     pub fn new_session(&self) -> Self {
         Self {
@@ -162,30 +142,22 @@ impl PkbServer {
         }
     }
 
-    /// The store of the user `request` acts for.
-    async fn store_of(&self, request: &RequestContext<RoleServer>) -> Result<Store, ErrorData> {
-        match &self.notes {
-            Notes::Shared(store) => {
-                self.user_of(request)?;
-                Ok(store.clone())
-            }
-            Notes::PerUser(users) => {
-                let user = self.user_of(request)?;
-                users
-                    .store_for(user)
-                    .await
-                    .map_err(|e| ErrorData::internal_error(format!("storage error: {e}"), None))
-            }
-        }
+    /// The application's state for the user `request` acts for.
+    async fn state_of(&self, request: &RequestContext<RoleServer>) -> Result<AppState, ErrorData> {
+        let user = self.user_of(request)?;
+        self.app
+            .state_for(user)
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))
     }
 
     async fn context(&self, request: &RequestContext<RoleServer>) -> Result<Context, ErrorData> {
-        let store = self.store_of(request).await?;
+        let state = self.state_of(request).await?;
         let sampling = request
             .client_capabilities()
             .is_some_and(|caps| caps.sampling.is_some());
         let mut context = Context::new(
-            store,
+            state,
             self.session.clone(),
             Some(request.peer.clone()),
             sampling,
@@ -251,60 +223,27 @@ impl PkbServer {
             }
         }
     }
-
-    /// Note entries after `after`, `limit` at most, and whether more follow.
-    async fn note_resources(
-        &self,
-        store: &Store,
-        user: &User,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<(Vec<Resource>, Option<String>), ErrorData> {
-        let mut notes = store
-            .list(after, limit + 1)
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("storage error: {e}"), None))?;
-        let more = notes.len() > limit;
-        notes.truncate(limit);
-        let next = more
-            .then(|| {
-                notes
-                    .last()
-                    .and_then(|n| encode_cursor(&self.round_states, user, &n.id))
-            })
-            .flatten();
-        let resources = notes
-            .into_iter()
-            .map(|note| {
-                Resource::new(note_uri(&note.id), note.id.clone())
-                    .with_title(note.title)
-                    .with_mime_type("text/markdown")
-            })
-            .collect();
-        Ok((resources, next))
-    }
 }
 
-/// What a resources/list cursor holds: the last note ID of the page it follows. Sealed with
+/// What a resources/list cursor holds: where the application's next page starts. Sealed with
 /// the server's state key and bound to its user, so a cursor made up by a client, or issued
-/// to another user, is refused, and servers sharing `--state-key-file` accept each other's.
+/// to another user, is refused, and servers sharing a state key accept each other's.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct NotesCursor {
+struct ResourcesCursor {
     after: String,
 }
 
-fn encode_cursor(states: &RoundStates, user: &User, last_id: &str) -> Option<String> {
-    let cursor = NotesCursor {
-        after: last_id.to_owned(),
+fn encode_cursor(states: &RoundStates, user: &User, after: &str) -> Option<String> {
+    let cursor = ResourcesCursor {
+        after: after.to_owned(),
     };
     states.seal_token(&cursor, &user.storage_key()).ok()
 }
 
-/// The note ID a cursor continues after, or `None` for a cursor this server never issued
-/// to `user`.
+/// Where a cursor continues, or `None` for a cursor this server never issued to `user`.
 fn decode_cursor(states: &RoundStates, user: &User, cursor: &str) -> Option<String> {
-    let cursor: NotesCursor = states.open_token(cursor, &user.storage_key())?;
-    is_valid_id(&cursor.after).then_some(cursor.after)
+    let cursor: ResourcesCursor = states.open_token(cursor, &user.storage_key())?;
+    Some(cursor.after)
 }
 
 fn invalid_params(message: impl Into<Cow<'static, str>>) -> ErrorData {
@@ -365,7 +304,7 @@ pub(crate) const KNOWN_METHODS: &[&str] = &[
     "subscriptions/listen",
 ];
 
-impl ServerHandler for PkbServer {
+impl ServerHandler for McpServer {
     fn get_info(&self) -> InitializeResult {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
@@ -376,15 +315,9 @@ impl ServerHandler for PkbServer {
             .enable_completions()
             .enable_logging()
             .build();
-        let mut info = InitializeResult::new(capabilities).with_instructions(
-            "PKB is a personal knowledge base. Use `search` to find notes by words (it returns \
-             IDs and titles), `fetch` to read one, and `write` to save one.",
-        );
-        let mut implementation = Implementation::from_build_env();
-        implementation.name = "pkb".into();
-        implementation.title = Some("PKB".into());
-        implementation.version = env!("CARGO_PKG_VERSION").into();
-        info.server_info = implementation;
+        let mut info = InitializeResult::new(capabilities);
+        info.instructions = self.app.instructions();
+        info.server_info = self.app.implementation();
         info
     }
 
@@ -464,11 +397,11 @@ impl ServerHandler for PkbServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let store = self.store_of(&context).await?;
+        let state = self.state_of(&context).await?;
         let user = self.user_of(&context)?;
         let cursor = request.and_then(|r| r.cursor);
-        // The first page starts with the fixed resources, then notes by ID; a cursor names
-        // the last note ID a page held.
+        // The first page starts with the fixed resources, then the application's; a cursor
+        // names where the application's next page starts.
         let (mut resources, after) = match cursor {
             None => (self.registry.static_resources().collect::<Vec<_>>(), None),
             Some(cursor) => {
@@ -479,12 +412,16 @@ impl ServerHandler for PkbServer {
             }
         };
         let room = RESOURCES_PAGE_SIZE.saturating_sub(resources.len());
-        let (notes, next_cursor) = self
-            .note_resources(&store, user, after.as_deref(), room)
-            .await?;
-        resources.extend(notes);
+        let page = self
+            .app
+            .list_resources(&state, after.as_deref(), room)
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))?;
+        resources.extend(page.resources);
         let mut result = ListResourcesResult::with_all_items(resources);
-        result.next_cursor = next_cursor;
+        result.next_cursor = page
+            .next_after
+            .and_then(|after| encode_cursor(&self.round_states, user, &after));
         Ok(result)
     }
 

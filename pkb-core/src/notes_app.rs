@@ -1,0 +1,117 @@
+//! PKB as an application of the framework: each user's note store as the state its handlers
+//! reach, the notes listed as resources, and how PKB introduces itself.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rmcp::model::{Implementation, Resource};
+
+use crate::auth::User;
+use crate::framework::app::{App, ResourcePage};
+use crate::framework::context::AppState;
+use crate::resources::note_uri;
+use crate::store::per_user::UserStores;
+use crate::store::{Store, StoreError};
+use crate::{Context, ResourceError, ToolError};
+
+/// Whose notes a request reaches.
+#[derive(Clone)]
+pub enum NotesApp {
+    /// One store for every request: one user.
+    Shared(Store),
+    /// Each authenticated user's own store.
+    PerUser(Arc<UserStores>),
+}
+
+impl App for NotesApp {
+    fn state_for<'a>(&'a self, user: &'a User) -> BoxFuture<'a, Result<AppState, String>> {
+        Box::pin(async move {
+            let store = match self {
+                Self::Shared(store) => store.clone(),
+                Self::PerUser(users) => users
+                    .store_for(user)
+                    .await
+                    .map_err(|e| format!("storage error: {e}"))?,
+            };
+            Ok(Arc::new(store) as AppState)
+        })
+    }
+
+    fn implementation(&self) -> Implementation {
+        let mut implementation = Implementation::from_build_env();
+        implementation.name = "pkb".into();
+        implementation.title = Some("PKB".into());
+        implementation.version = env!("CARGO_PKG_VERSION").into();
+        implementation
+    }
+
+    fn instructions(&self) -> Option<String> {
+        Some(
+            "PKB is a personal knowledge base. Use `search` to find notes by words (it returns \
+             IDs and titles), `fetch` to read one, and `write` to save one."
+                .into(),
+        )
+    }
+
+    /// The notes by ID, after the note ID `after`.
+    fn list_resources<'a>(
+        &'a self,
+        state: &'a AppState,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<ResourcePage, String>> {
+        Box::pin(async move {
+            let store = state
+                .downcast_ref::<Store>()
+                .ok_or("internal error: the request has no note store")?;
+            let mut notes = store
+                .list(after, limit + 1)
+                .await
+                .map_err(|e| format!("storage error: {e}"))?;
+            let more = notes.len() > limit;
+            notes.truncate(limit);
+            let next_after = more.then(|| notes.last().map(|n| n.id.clone())).flatten();
+            let resources = notes
+                .into_iter()
+                .map(|note| {
+                    Resource::new(note_uri(&note.id), note.id.clone())
+                        .with_title(note.title)
+                        .with_mime_type("text/markdown")
+                })
+                .collect();
+            Ok(ResourcePage {
+                resources,
+                next_after,
+            })
+        })
+    }
+}
+
+/// The note store of the user a PKB handler serves.
+pub trait NotesContext {
+    /// The note store.
+    fn store(&self) -> &Store;
+}
+
+impl NotesContext for Context {
+    fn store(&self) -> &Store {
+        // Every PKB server is made with a `NotesApp`, whose state is the store: without one,
+        // the handler's panic is answered as an internal error of the call.
+        self.state::<Store>()
+            .expect("PKB's handlers are served with a NotesApp, whose state is the note store")
+    }
+}
+
+impl From<StoreError> for ToolError {
+    fn from(error: StoreError) -> Self {
+        tracing::error!(%error, "store error in a tool");
+        Self::new(format!("storage error: {error}"))
+    }
+}
+
+impl From<StoreError> for ResourceError {
+    fn from(error: StoreError) -> Self {
+        tracing::error!(%error, "store error in a resource");
+        Self::Failed(format!("storage error: {error}"))
+    }
+}
