@@ -20,7 +20,7 @@ pub use framework::prompt::{PromptDef, PromptError};
 pub use framework::registry::{Completion, CompletionTarget, MAX_COMPLETIONS, Registry};
 pub use framework::resource::{ResourceDef, ResourceError};
 pub use framework::server::McpServer;
-pub use framework::tool::{Annotations, ToolDef, ToolError};
+pub use framework::tool::{Annotations, Contents, ToolDef, ToolError, ToolOutput};
 pub use pkb_macros::{pkb_prompt, pkb_resource, pkb_tool};
 
 #[doc(hidden)]

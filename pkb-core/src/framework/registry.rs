@@ -314,9 +314,11 @@ fn describe_tool(def: &ToolDef) -> Tool {
         .destructive(def.annotations.destructive)
         .idempotent(def.annotations.idempotent)
         .open_world(def.annotations.open_world);
-    let mut tool = Tool::new(def.name, def.description, input_schema(def.args))
-        .with_raw_output_schema((def.output_schema)())
-        .with_annotations(annotations);
+    let mut tool =
+        Tool::new(def.name, def.description, input_schema(def.args)).with_annotations(annotations);
+    if let Some(schema) = (def.output_schema)() {
+        tool = tool.with_raw_output_schema(schema);
+    }
     if let Some(title) = def.title {
         tool = tool.with_title(title);
     }

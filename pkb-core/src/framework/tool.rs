@@ -39,8 +39,8 @@ pub struct ToolDef {
     pub args: &'static [ArgSpec],
     /// Behaviour hints.
     pub annotations: Annotations,
-    /// The output schema of the fn's success type.
-    pub output_schema: fn() -> Arc<JsonObject>,
+    /// The output schema of the fn's success type, when its output is structured.
+    pub output_schema: fn() -> Option<Arc<JsonObject>>,
     /// Runs one call.
     pub call: ToolCallFn,
 }
@@ -67,55 +67,157 @@ impl ToolError {
     }
 }
 
-/// What a `#[pkb_tool]` fn returns: `Result<T, ToolError>` with `T` a serializable type that
-/// has a JSON Schema (its `outputSchema`).
+/// What a `#[pkb_tool]` fn returns: `Result<T, ToolError>`, where `T` is a [`ToolOutput`].
 #[diagnostic::on_unimplemented(
-    message = "a `#[pkb_tool]` fn must return `Result<T, ToolError>`, where `T: Serialize + JsonSchema`",
+    message = "a `#[pkb_tool]` fn must return `Result<T, ToolError>`, where `T: Serialize + JsonSchema` or `T` is `Contents`",
     label = "found `{Self}`",
-    note = "derive `serde::Serialize` and `schemars::JsonSchema` on the output struct"
+    note = "derive `serde::Serialize` and `schemars::JsonSchema` on the output struct, or return `pkb_core::Contents`"
 )]
 pub trait ToolReturn {
-    /// The success type, which is the tool's structured output.
-    type Output: Serialize + JsonSchema + 'static;
+    /// The success type.
+    type Output: ToolOutput + 'static;
     /// Splits into success or tool error.
     fn into_result(self) -> Result<Self::Output, ToolError>;
 }
 
-impl<T: Serialize + JsonSchema + 'static> ToolReturn for Result<T, ToolError> {
+impl<T: ToolOutput + 'static> ToolReturn for Result<T, ToolError> {
     type Output = T;
     fn into_result(self) -> Result<T, ToolError> {
         self
     }
 }
 
-/// The `outputSchema` of a tool returning `R`.
-pub fn output_schema_of<R: ToolReturn>() -> Arc<JsonObject> {
-    rmcp::handler::server::tool::schema_for_output::<R::Output>()
+/// What a tool's success becomes in its result.
+///
+/// A `Serialize + JsonSchema` type is structured output: its schema is the tool's
+/// `outputSchema`, its JSON the result's `structuredContent`, with one text item (the same
+/// JSON, or what `text = ...` makes of it). [`Contents`] is content blocks as they are: text,
+/// images, audio, embedded resources, in order, with no `outputSchema`.
+pub trait ToolOutput {
+    /// The tool's `outputSchema`, when its output is structured.
+    fn output_schema() -> Option<Arc<JsonObject>>;
+    /// The successful result; `text` is what the tool's `text = ...` fn made of the output.
+    fn into_call_result(self, text: Option<String>) -> CallToolResult;
 }
 
-/// Shapes a handler's result: `structuredContent` plus one text item, the same JSON
-/// pretty-printed, or the text `text` gives.
+impl<T: Serialize + JsonSchema + 'static> ToolOutput for T {
+    fn output_schema() -> Option<Arc<JsonObject>> {
+        Some(rmcp::handler::server::tool::schema_for_output::<T>())
+    }
+
+    fn into_call_result(self, text: Option<String>) -> CallToolResult {
+        match serde_json::to_value(&self) {
+            Err(error) => {
+                tracing::error!(%error, "a tool's output did not serialize");
+                tool_error("internal error: the tool's output could not be serialized".to_string())
+            }
+            Ok(value) => {
+                let text =
+                    text.unwrap_or_else(|| serde_json::to_string_pretty(&value).unwrap_or_default());
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                result.structured_content = Some(value);
+                result
+            }
+        }
+    }
+}
+
+/// Content blocks a tool answers with, in order: what a tool returns when its answer is not
+/// one JSON value, such as an image, audio or an embedded resource.
+///
+/// ```
+/// use pkb_core::Contents;
+/// let answer = Contents::text("Here is the chart:").image("iVBORw0KGgo=", "image/png");
+/// assert_eq!(answer.blocks().len(), 2);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Contents(Vec<ContentBlock>);
+
+impl Contents {
+    /// One text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::default().and_text(text)
+    }
+
+    /// These blocks.
+    pub fn blocks(&self) -> &[ContentBlock] {
+        &self.0
+    }
+
+    /// The same contents and a text block.
+    pub fn and_text(self, text: impl Into<String>) -> Self {
+        self.and(ContentBlock::text(text.into()))
+    }
+
+    /// The same contents and an image: `data` is base64, `mime_type` such as `image/png`.
+    pub fn image(self, data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        self.and(ContentBlock::image(data.into(), mime_type.into()))
+    }
+
+    /// The same contents and audio: `data` is base64, `mime_type` such as `audio/wav`.
+    pub fn audio(self, data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        self.and(ContentBlock::Audio(rmcp::model::AudioContent::new(
+            data.into(),
+            mime_type.into(),
+        )))
+    }
+
+    /// The same contents and an embedded text resource.
+    pub fn resource_text(
+        self,
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        self.and(ContentBlock::resource(
+            rmcp::model::ResourceContents::text(text.into(), uri.into())
+                .with_mime_type(mime_type.into()),
+        ))
+    }
+
+    /// The same contents and any other block.
+    pub fn and(mut self, block: ContentBlock) -> Self {
+        self.0.push(block);
+        self
+    }
+}
+
+impl From<Vec<ContentBlock>> for Contents {
+    fn from(blocks: Vec<ContentBlock>) -> Self {
+        Self(blocks)
+    }
+}
+
+impl ToolOutput for Contents {
+    fn output_schema() -> Option<Arc<JsonObject>> {
+        None
+    }
+
+    fn into_call_result(self, text: Option<String>) -> CallToolResult {
+        let mut blocks = self.0;
+        if let Some(text) = text {
+            blocks.insert(0, ContentBlock::text(text));
+        }
+        CallToolResult::success(blocks)
+    }
+}
+
+/// The `outputSchema` of a tool returning `R`, when its output is structured.
+pub fn output_schema_of<R: ToolReturn>() -> Option<Arc<JsonObject>> {
+    R::Output::output_schema()
+}
+
+/// Shapes a handler's result: its output as [`ToolOutput`] makes it, or a tool error.
 pub fn tool_reply<R: ToolReturn>(
     result: R,
     text: Option<fn(&R::Output) -> String>,
 ) -> CallToolResult {
     match result.into_result() {
         Err(error) => tool_error(error.message),
-        Ok(output) => match serde_json::to_value(&output) {
-            Err(error) => {
-                tracing::error!(%error, "a tool's output did not serialize");
-                tool_error("internal error: the tool's output could not be serialized".to_string())
-            }
-            Ok(value) => {
-                let text = match text {
-                    Some(text) => text(&output),
-                    None => serde_json::to_string_pretty(&value).unwrap_or_default(),
-                };
-                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-                result.structured_content = Some(value);
-                result
-            }
-        },
+        Ok(output) => {
+            let text = text.map(|text| text(&output));
+            output.into_call_result(text)
+        }
     }
 }
 
