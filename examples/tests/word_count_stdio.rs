@@ -5,29 +5,11 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 
-/// Builds the example and returns its path (target/<profile>/examples/word_count).
-fn example_binary() -> std::path::PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = std::process::Command::new(cargo)
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "pkb-examples",
-            "--example",
-            "word_count",
-        ])
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building the example failed");
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe.parent().and_then(|p| p.parent()).expect("target dir");
-    profile_dir.join("examples").join("word_count")
-}
+mod support;
 
 #[tokio::test]
 async fn the_example_server_serves_word_count_over_stdio() {
-    let mut command = tokio::process::Command::new(example_binary());
+    let mut command = tokio::process::Command::new(support::example_binary("word_count"));
     command.arg("--memory");
     let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();

@@ -18,7 +18,7 @@ pub use framework::args::{ArgRules, ArgSpec, InvalidArguments};
 pub use framework::context::{AppState, Context, SamplingError, Session};
 pub use framework::prompt::{PromptDef, PromptError};
 pub use framework::registry::{Completion, CompletionTarget, MAX_COMPLETIONS, Registry};
-pub use framework::resource::{ResourceDef, ResourceError};
+pub use framework::resource::{ResourceBody, ResourceDef, ResourceError};
 pub use framework::server::McpServer;
 pub use framework::tool::{Annotations, Contents, ToolDef, ToolError, ToolOutput};
 pub use pkb_macros::{pkb_prompt, pkb_resource, pkb_tool};
@@ -36,7 +36,7 @@ pub mod __private {
         CompletionDef, PromptRegistration, ResourceRegistration, ToolRegistration,
     };
     pub use crate::framework::resource::{
-        ResourceDef, ResourceError, ResourceReturn, take_variable,
+        ResourceBody, ResourceDef, ResourceError, ResourceReturn, take_variable,
     };
     pub use crate::framework::tool::{
         Annotations, ToolDef, ToolReturn, output_schema_of, tool_invalid, tool_reply,

@@ -81,6 +81,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
                 })
             }
             static __PKB_TOOL: __pkb::ToolDef = __pkb::ToolDef {
+                module: ::core::module_path!(),
                 name: #name,
                 title: #title,
                 description: #description,
@@ -183,7 +184,7 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
             fn __pkb_read(
                 ctx: __pkb::Context,
                 variables: ::std::vec::Vec<::std::string::String>,
-            ) -> __pkb::BoxFuture<'static, ::core::result::Result<::std::string::String, __pkb::ResourceError>> {
+            ) -> __pkb::BoxFuture<'static, ::core::result::Result<__pkb::ResourceBody, __pkb::ResourceError>> {
                 ::std::boxed::Box::pin(async move {
                     let mut __variables = variables;
                     let __result: #ret = #fn_ident(#(#call_args),*).await;
@@ -191,6 +192,7 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
                 })
             }
             static __PKB_RESOURCE: __pkb::ResourceDef = __pkb::ResourceDef {
+                module: ::core::module_path!(),
                 uri: #uri,
                 name: #name,
                 title: #title,
@@ -261,6 +263,7 @@ pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
                 })
             }
             static __PKB_PROMPT: __pkb::PromptDef = __pkb::PromptDef {
+                module: ::core::module_path!(),
                 name: #name,
                 title: #title,
                 description: #description,
@@ -586,7 +589,7 @@ fn argument_checks(handler: &Handler, usage: ArgumentUse, ret: &Type) -> TokenSt
     checks.extend(match usage {
         ArgumentUse::Tool => TokenStream::new(),
         ArgumentUse::Resource => {
-            quote_spanned!(ret.span()=> let _ = <#ret as __pkb::ResourceReturn>::into_text;)
+            quote_spanned!(ret.span()=> let _ = <#ret as __pkb::ResourceReturn>::into_body;)
         }
         ArgumentUse::Prompt => {
             quote_spanned!(ret.span()=> let _ = <#ret as __pkb::PromptReturn>::into_messages;)
@@ -628,7 +631,7 @@ fn specialization(usage: ArgumentUse) -> TokenStream {
     let reply = match usage {
         ArgumentUse::Tool => quote!(__pkb::CallToolResult),
         ArgumentUse::Resource => {
-            quote!(::core::result::Result<::std::string::String, __pkb::ResourceError>)
+            quote!(::core::result::Result<__pkb::ResourceBody, __pkb::ResourceError>)
         }
         ArgumentUse::Prompt => quote! {
             ::core::result::Result<::std::vec::Vec<__pkb::PromptMessage>, __pkb::PromptError>
@@ -757,7 +760,7 @@ fn specialization(usage: ArgumentUse) -> TokenStream {
             }
             impl<R: __pkb::ResourceReturn> __PkbReturn<R> for __PkbType<R> {
                 fn __pkb_finish(&self, result: R) -> #reply {
-                    __pkb::ResourceReturn::into_text(result)
+                    __pkb::ResourceReturn::into_body(result)
                 }
             }
             #[allow(dead_code)]

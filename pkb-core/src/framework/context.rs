@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
-    CreateMessageRequestParams, CreateMessageResult, LoggingLevel, LoggingMessageNotificationParam,
-    ResourceUpdatedNotificationParam,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationSchema, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ProgressToken, ResourceUpdatedNotificationParam,
 };
 use rmcp::service::ServiceError;
 use rmcp::{Peer, RoleServer};
@@ -38,6 +39,8 @@ pub struct Context {
     session: Arc<Session>,
     peer: Option<Peer<RoleServer>>,
     sampling: bool,
+    /// The client declared the elicitation capability.
+    elicitation: bool,
     sampling_timeout: Duration,
     /// Where the changes this request makes are told to the user's other sessions.
     changes: Option<(Arc<ChangeHub>, Arc<str>)>,
@@ -48,6 +51,10 @@ pub struct Context {
     /// The request is of the stateless revision: resource notifications reach the client
     /// only through its `subscriptions/listen` streams, never unasked.
     stateless: bool,
+    /// The token the request asked progress notifications under, if it did.
+    progress_token: Option<ProgressToken>,
+    /// The `logger` of the log messages handlers send: the server's name.
+    logger: Arc<str>,
 }
 
 /// Per-connection state shared by every request of one client: its resource subscriptions and
@@ -222,12 +229,28 @@ impl Context {
             session,
             peer,
             sampling,
+            elicitation: false,
             sampling_timeout: DEFAULT_SAMPLING_TIMEOUT,
             changes: None,
             round: None,
             log_level: None,
             stateless: false,
+            progress_token: None,
+            logger: Arc::from("mcp"),
         }
+    }
+
+    /// The same context, sending progress notifications under `token` (the request's
+    /// `_meta.progressToken`).
+    pub fn with_progress_token(mut self, token: Option<ProgressToken>) -> Self {
+        self.progress_token = token;
+        self
+    }
+
+    /// The same context, naming its log messages' `logger` so.
+    pub fn with_logger(mut self, logger: Arc<str>) -> Self {
+        self.logger = logger;
+        self
     }
 
     /// The same context for a request of the stateless revision (see [`Context::sample`]
@@ -332,6 +355,16 @@ impl Context {
         }
         #[allow(deprecated)] // sampling is deprecated only for the stateless 2026 revision
         let request = peer.create_message(params);
+        self.client_answer(request, timeout).await
+    }
+
+    /// The answer to a request sent to the client, given up after `timeout` or when the
+    /// session closes.
+    async fn client_answer<T>(
+        &self,
+        request: impl Future<Output = Result<T, ServiceError>>,
+        timeout: Duration,
+    ) -> Result<T, SamplingError> {
         let answer = tokio::select! {
             answer = tokio::time::timeout(timeout, request) => answer,
             () = self.session.closing.cancelled() => {
@@ -386,6 +419,48 @@ impl Context {
         }
     }
 
+    /// Asks the client's user for input shaped by `schema` (a form elicitation), giving up
+    /// after `timeout`. The client must have declared the elicitation capability; on
+    /// 2026-07-28, whose multi-round calls PKB's framework does not yet extend to elicitation,
+    /// this answers [`SamplingError::Unsupported`].
+    pub async fn elicit(
+        &self,
+        message: impl Into<String>,
+        schema: ElicitationSchema,
+        timeout: Duration,
+    ) -> Result<ElicitResult, SamplingError> {
+        let peer = match (&self.peer, self.elicitation, self.round.is_some()) {
+            (Some(peer), true, false) => peer,
+            _ => return Err(SamplingError::Unsupported),
+        };
+        let request = peer.create_elicitation(ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: message.into(),
+            requested_schema: schema,
+        });
+        self.client_answer(request, timeout).await
+    }
+
+    /// The same context, for a client that declared the elicitation capability or not.
+    pub fn with_elicitation(mut self, elicitation: bool) -> Self {
+        self.elicitation = elicitation;
+        self
+    }
+
+    /// Tells the client how far the call has got, when it asked for progress (its request
+    /// carried a `progressToken`); `total` is what `progress` counts up to, when known.
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let (Some(peer), Some(token)) = (&self.peer, &self.progress_token) else {
+            return;
+        };
+        let mut params = ProgressNotificationParam::new(token.clone(), progress);
+        params.total = total;
+        params.message = message.map(str::to_owned);
+        if let Err(error) = self.unless_closing(peer.notify_progress(params)).await {
+            tracing::debug!(%error, "could not send a progress notification");
+        }
+    }
+
     /// Sends a log message to the client, if it asked for this level: with the request
     /// (2026-07-28), else with logging/setLevel.
     pub async fn log(&self, level: LoggingLevel, data: Value) {
@@ -397,7 +472,7 @@ impl Context {
             && wanted
         {
             let mut params = LoggingMessageNotificationParam::new(level, data);
-            params.logger = Some("pkb".into());
+            params.logger = Some(self.logger.to_string());
             #[allow(deprecated)] // logging is deprecated only for the stateless 2026 revision
             let sent = peer.notify_logging_message(params);
             if let Err(error) = self.unless_closing(sent).await {

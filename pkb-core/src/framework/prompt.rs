@@ -14,6 +14,8 @@ pub type PromptGetFn =
 /// A prompt, as declared by one `#[pkb_prompt]` fn.
 #[derive(Debug)]
 pub struct PromptDef {
+    /// The module the fn is declared in, as `module_path!()` names it.
+    pub module: &'static str,
     /// The prompt's name.
     pub name: &'static str,
     /// A human-readable title.

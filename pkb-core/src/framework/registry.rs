@@ -13,7 +13,7 @@ use rmcp::model::{
 
 use super::context::Context;
 use super::prompt::{PromptDef, PromptError};
-use super::resource::{ResourceDef, ResourceError};
+use super::resource::{ResourceBody, ResourceDef, ResourceError};
 use super::schema::input_schema;
 use super::tool::{ToolDef, tool_error};
 
@@ -80,6 +80,31 @@ impl Registry {
             inventory::iter::<PromptRegistration>
                 .into_iter()
                 .map(|r| r.0),
+        )
+    }
+
+    /// Collects what linked crates declared in `module` or the modules inside it, such as
+    /// `"my_server"` or `"my_server::fixtures"`: a server that serves only its own
+    /// declarations, whatever else is linked.
+    pub fn collect_from(module: &str) -> Result<Self, DuplicateName> {
+        let inside = |declared: &str| {
+            declared
+                .strip_prefix(module)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+        };
+        Self::from_defs(
+            inventory::iter::<ToolRegistration>
+                .into_iter()
+                .map(|r| r.0)
+                .filter(|def| inside(def.module)),
+            inventory::iter::<ResourceRegistration>
+                .into_iter()
+                .map(|r| r.0)
+                .filter(|def| inside(def.module)),
+            inventory::iter::<PromptRegistration>
+                .into_iter()
+                .map(|r| r.0)
+                .filter(|def| inside(def.module)),
         )
     }
 
@@ -215,16 +240,16 @@ impl Registry {
         &self,
         ctx: Context,
         uri: &str,
-    ) -> Result<(Option<&'static str>, String), ResourceError> {
+    ) -> Result<(Option<&'static str>, ResourceBody), ResourceError> {
         let (def, values) = self.resolve_resource(uri).ok_or(ResourceError::NotFound)?;
         let read = AssertUnwindSafe((def.read)(ctx, values)).catch_unwind();
-        let text = read.await.unwrap_or_else(|_| {
+        let body = read.await.unwrap_or_else(|_| {
             tracing::error!(resource = def.name, "resource handler panicked");
             Err(ResourceError::Failed(
                 "internal error: reading the resource failed".into(),
             ))
         })?;
-        Ok((def.mime_type, text))
+        Ok((def.mime_type, body))
     }
 
     /// The prompts as MCP describes them, sorted by name.

@@ -7,11 +7,22 @@ use super::registry::CompletionDef;
 
 /// The generated entry point of a resource: the template's variable values in order.
 pub type ResourceReadFn =
-    fn(Context, Vec<String>) -> BoxFuture<'static, Result<String, ResourceError>>;
+    fn(Context, Vec<String>) -> BoxFuture<'static, Result<ResourceBody, ResourceError>>;
+
+/// A resource's contents: text, or bytes (sent base64 as a `blob`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceBody {
+    /// Text contents.
+    Text(String),
+    /// Binary contents.
+    Blob(Vec<u8>),
+}
 
 /// A resource or resource template, as declared by one `#[pkb_resource]` fn.
 #[derive(Debug)]
 pub struct ResourceDef {
+    /// The module the fn is declared in, as `module_path!()` names it.
+    pub module: &'static str,
     /// The URI, or the URI template when it has `{variables}`.
     pub uri: &'static str,
     /// The resource's name.
@@ -84,18 +95,31 @@ pub enum ResourceError {
     Failed(String),
 }
 
-/// What a `#[pkb_resource]` fn returns.
+/// What a `#[pkb_resource]` fn returns: text as `Result<String, ResourceError>`, bytes as
+/// `Result<Vec<u8>, ResourceError>`, or either as `Result<ResourceBody, ResourceError>`.
 #[diagnostic::on_unimplemented(
-    message = "a `#[pkb_resource]` fn must return `Result<String, ResourceError>`",
+    message = "a `#[pkb_resource]` fn must return `Result<String, ResourceError>` (or `Vec<u8>` or `ResourceBody` for `String`)",
     label = "found `{Self}`"
 )]
 pub trait ResourceReturn {
-    /// The text contents, or why there are none.
-    fn into_text(self) -> Result<String, ResourceError>;
+    /// The contents, or why there are none.
+    fn into_body(self) -> Result<ResourceBody, ResourceError>;
 }
 
 impl ResourceReturn for Result<String, ResourceError> {
-    fn into_text(self) -> Result<String, ResourceError> {
+    fn into_body(self) -> Result<ResourceBody, ResourceError> {
+        self.map(ResourceBody::Text)
+    }
+}
+
+impl ResourceReturn for Result<Vec<u8>, ResourceError> {
+    fn into_body(self) -> Result<ResourceBody, ResourceError> {
+        self.map(ResourceBody::Blob)
+    }
+}
+
+impl ResourceReturn for Result<ResourceBody, ResourceError> {
+    fn into_body(self) -> Result<ResourceBody, ResourceError> {
         self
     }
 }

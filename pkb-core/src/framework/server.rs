@@ -26,7 +26,7 @@ use super::changes::{ChangeHub, ChangeKind};
 use super::context::{AppState, DEFAULT_SAMPLING_TIMEOUT};
 use super::input_rounds::{CallIdentity, InputRound, RoundStates, input_required};
 use crate::auth::{Principal, User};
-use crate::{CompletionTarget, Context, Registry, ResourceError, Session};
+use crate::{CompletionTarget, Context, Registry, ResourceBody, ResourceError, Session};
 
 /// The most entries in one page of resources/list.
 pub const RESOURCES_PAGE_SIZE: usize = 100;
@@ -36,6 +36,8 @@ pub const RESOURCES_PAGE_SIZE: usize = 100;
 pub struct McpServer {
     registry: Arc<Registry>,
     app: Arc<dyn App>,
+    /// The `logger` of handlers' log messages: the application's name.
+    logger: Arc<str>,
     session: Arc<Session>,
     sampling_timeout: std::time::Duration,
     /// The client handle of the session, once `initialize` has succeeded.
@@ -62,6 +64,7 @@ impl McpServer {
     pub fn new(registry: Arc<Registry>, app: impl App) -> Self {
         Self {
             registry,
+            logger: Arc::from(app.implementation().name),
             app: Arc::new(app),
             session: Arc::default(),
             sampling_timeout: DEFAULT_SAMPLING_TIMEOUT,
@@ -153,9 +156,11 @@ impl McpServer {
 
     async fn context(&self, request: &RequestContext<RoleServer>) -> Result<Context, ErrorData> {
         let state = self.state_of(request).await?;
-        let sampling = request
-            .client_capabilities()
+        let capabilities = request.client_capabilities();
+        let sampling = capabilities
+            .as_ref()
             .is_some_and(|caps| caps.sampling.is_some());
+        let elicitation = capabilities.is_some_and(|caps| caps.elicitation.is_some());
         let mut context = Context::new(
             state,
             self.session.clone(),
@@ -163,7 +168,10 @@ impl McpServer {
             sampling,
         )
         .with_sampling_timeout(self.sampling_timeout)
-        .with_log_level(request.meta.log_level());
+        .with_log_level(request.meta.log_level())
+        .with_progress_token(request.meta.get_progress_token())
+        .with_elicitation(elicitation)
+        .with_logger(Arc::clone(&self.logger));
         let user = self.user_of(request)?;
         context = context.with_changes(Arc::clone(&self.changes), user.storage_key().into());
         if is_stateless(request) {
@@ -446,8 +454,15 @@ impl ServerHandler for McpServer {
             .read_resource(self.context(&context).await?, &uri)
             .await
         {
-            Ok((mime_type, text)) => {
-                let mut contents = ResourceContents::text(text, uri.clone());
+            Ok((mime_type, body)) => {
+                let mut contents = match body {
+                    ResourceBody::Text(text) => ResourceContents::text(text, uri.clone()),
+                    ResourceBody::Blob(bytes) => {
+                        use base64::Engine as _;
+                        let blob = base64::engine::general_purpose::STANDARD.encode(bytes);
+                        ResourceContents::blob(blob, uri.clone())
+                    }
+                };
                 if let Some(mime_type) = mime_type {
                     contents = contents.with_mime_type(mime_type);
                 }

@@ -29,6 +29,8 @@ pub type ToolCallFn = fn(Context, Option<JsonObject>) -> BoxFuture<'static, Call
 /// A tool, as declared by one `#[pkb_tool]` fn.
 #[derive(Debug)]
 pub struct ToolDef {
+    /// The module the fn is declared in, as `module_path!()` names it.
+    pub module: &'static str,
     /// The tool's name (the fn's name unless overridden).
     pub name: &'static str,
     /// A human-readable title.
@@ -112,8 +114,8 @@ impl<T: Serialize + JsonSchema + 'static> ToolOutput for T {
                 tool_error("internal error: the tool's output could not be serialized".to_string())
             }
             Ok(value) => {
-                let text =
-                    text.unwrap_or_else(|| serde_json::to_string_pretty(&value).unwrap_or_default());
+                let text = text
+                    .unwrap_or_else(|| serde_json::to_string_pretty(&value).unwrap_or_default());
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
                 result.structured_content = Some(value);
                 result

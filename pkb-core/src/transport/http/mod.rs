@@ -60,6 +60,23 @@ pub struct HttpSettings {
     pub auth: Arc<Authenticator>,
 }
 
+impl HttpSettings {
+    /// Plain HTTP at `bind` without authorization (so on a loopback address only), with the
+    /// defaults of `pkb-server --http`: sessions idle for 30 minutes end, at most 10,000.
+    pub fn loopback(bind: SocketAddr) -> Self {
+        Self {
+            bind,
+            public_url: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            tls: None,
+            session_idle_timeout: Duration::from_secs(1800),
+            max_sessions: 10_000,
+            auth: Arc::new(Authenticator::None),
+        }
+    }
+}
+
 /// Why the HTTP server did not start.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
