@@ -98,7 +98,7 @@ pub enum ResourceError {
 /// What a `#[pkb_resource]` fn returns: text as `Result<String, ResourceError>`, bytes as
 /// `Result<Vec<u8>, ResourceError>`, or either as `Result<ResourceBody, ResourceError>`.
 #[diagnostic::on_unimplemented(
-    message = "a `#[pkb_resource]` fn must return `Result<String, ResourceError>` (or `Vec<u8>` or `ResourceBody` for `String`)",
+    message = "a `#[pkb_resource]` fn must return `Result<T, ResourceError>`, where `T` is `String` (text), `Vec<u8>` (bytes) or `ResourceBody`",
     label = "found `{Self}`"
 )]
 pub trait ResourceReturn {

@@ -2,8 +2,8 @@ use pkb_core::{ResourceError, pkb_resource};
 
 /// Every note.
 #[pkb_resource(uri = "pkb://notes")]
-async fn notes() -> Result<Vec<u8>, ResourceError> {
-    Ok(Vec::new())
+async fn notes() -> Result<u32, ResourceError> {
+    Ok(0)
 }
 
 fn main() {}
