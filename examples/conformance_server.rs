@@ -143,6 +143,25 @@ async fn test_sampling(
     Ok(Contents::text(format!("LLM response: {text}")))
 }
 
+/// Asks the client's model a question: on 2026-07-28 as a multi-round request, the answer
+/// coming with the client's retry.
+#[pkb_tool(read_only, open_world)]
+async fn test_input_required_result_sampling(ctx: &Context) -> Result<Contents, ToolError> {
+    let question = SamplingMessage::user_text("What is the capital of France?");
+    let request = CreateMessageRequestParams::new(vec![question], 100);
+    let answer = ctx
+        .sample(request, CLIENT_TIMEOUT)
+        .await
+        .map_err(|e| ToolError::new(format!("Sampling error: {e}")))?;
+    let text = answer
+        .message
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map_or_else(|| "(no sampling text)".to_owned(), |t| t.text.clone());
+    Ok(Contents::text(format!("Sampling response: {text}")))
+}
+
 /// Asks the client's user for a name and an email address.
 #[pkb_tool(read_only, open_world)]
 async fn test_elicitation(
@@ -336,12 +355,16 @@ async fn complete_arg(_ctx: &Context, prefix: String) -> Vec<String> {
 
 /// A test prompt that includes an embedded resource.
 #[pkb_prompt]
-async fn test_prompt_with_embedded_resource() -> Result<Vec<PromptMessage>, PromptError> {
-    let resource = ResourceContents::text("Resource content for prompt", "test://static-text")
+async fn test_prompt_with_embedded_resource(
+    /// URI of the resource to embed.
+    #[arg(name = "resourceUri", max_len = 2_000)]
+    resource_uri: String,
+) -> Result<Vec<PromptMessage>, PromptError> {
+    let resource = ResourceContents::text("Embedded resource content for testing.", resource_uri)
         .with_mime_type("text/plain");
     Ok(vec![
-        PromptMessage::new_text(Role::User, "Here is a resource:"),
         PromptMessage::new(Role::User, ContentBlock::resource(resource)),
+        PromptMessage::new_text(Role::User, "Please process the embedded resource above."),
     ])
 }
 

@@ -20,6 +20,8 @@ pub enum DefaultValue {
 /// Every rule `#[arg(...)]` accepts. `None` means the rule was not given.
 #[derive(Default)]
 pub struct ArgRules {
+    /// The argument's name in the schema and the call, when not the Rust identifier's.
+    pub name: Option<Rule<String>>,
     pub trim: Option<Rule<()>>,
     pub single_line: Option<Rule<()>>,
     pub min_len: Option<Rule<u64>>,
@@ -38,6 +40,7 @@ impl ArgRules {
     pub fn first_span(&self) -> Option<Span> {
         use syn::spanned::Spanned;
         [
+            self.name.as_ref().map(|r| r.span),
             self.trim.as_ref().map(|r| r.span),
             self.single_line.as_ref().map(|r| r.span),
             self.min_len.as_ref().map(|r| r.span),
@@ -59,7 +62,7 @@ impl ArgRules {
     }
 }
 
-const ARG_KEYS: &str = "`default`, `trim`, `single_line`, `min_len`, `max_len`, `min_items`, `max_items`, `item_min_len`, `item_max_len`, `min`, `max`";
+const ARG_KEYS: &str = "`name`, `default`, `trim`, `single_line`, `min_len`, `max_len`, `min_items`, `max_items`, `item_min_len`, `item_max_len`, `min`, `max`";
 
 /// Parses every `#[arg(...)]` attribute in `attrs`, collecting errors.
 pub fn parse(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> ArgRules {
@@ -89,6 +92,7 @@ pub fn parse(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> ArgRules {
                 }};
             }
             match key.as_str() {
+                "name" => once!(rules.name, wire_name(&meta)?),
                 "trim" => once!(rules.trim, ()),
                 "single_line" => once!(rules.single_line, ()),
                 "min_len" => once!(rules.min_len, count(&meta)?),
@@ -158,6 +162,24 @@ fn check_bounds(rules: &ArgRules, errors: &mut Vec<syn::Error>) {
             ),
         ));
     }
+}
+
+/// `name = "resourceUri"`: a name MCP clients can send (1 to 128 ASCII letters, digits, `_`,
+/// `-` and `.`), such as a camelCase one a Rust identifier should not have.
+fn wire_name(meta: &syn::meta::ParseNestedMeta) -> syn::Result<String> {
+    let lit: syn::LitStr = meta.value()?.parse()?;
+    let name = lit.value();
+    let valid = (1..=128).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !valid {
+        return Err(syn::Error::new(
+            lit.span(),
+            "argument names are 1 to 128 characters of ASCII letters, digits, `_`, `-` and `.`",
+        ));
+    }
+    Ok(name)
 }
 
 fn count(meta: &syn::meta::ParseNestedMeta) -> syn::Result<u64> {

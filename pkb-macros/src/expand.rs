@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use syn::{Ident, LitStr, Path, ReturnType, Type};
 
 use crate::arg::DefaultValue;
-use crate::ast::{self, Handler, Param};
+use crate::ast::{self, Argument, Handler, Param};
 use crate::attr;
 use crate::uri_template;
 
@@ -223,7 +223,7 @@ pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
         "Result<Vec<PromptMessage>, PromptError>",
         &mut errors,
     );
-    let argument_names: Vec<String> = handler.arguments().map(|a| unraw(&a.ident)).collect();
+    let argument_names: Vec<String> = handler.arguments().map(wire_name).collect();
     check_completions(
         &attr.complete,
         &argument_names,
@@ -326,7 +326,23 @@ fn description(
 }
 
 fn check_argument_docs(handler: &Handler, errors: &mut Vec<syn::Error>) {
+    let mut seen = Vec::new();
     for argument in handler.arguments() {
+        let name = wire_name(argument);
+        if seen.contains(&name) {
+            let span = argument
+                .rules
+                .name
+                .as_ref()
+                .map_or_else(|| argument.ident.span(), |rule| rule.span);
+            errors.push(syn::Error::new(
+                span,
+                format!(
+                    "two arguments are named `{name}`: give one another `#[arg(name = \"...\")]`"
+                ),
+            ));
+        }
+        seen.push(name);
         if argument.doc.is_none() {
             errors.push(syn::Error::new(
                 argument.ident.span(),
@@ -428,6 +444,15 @@ fn check_completions(
     }
 }
 
+/// An argument's name in the schema and the call: `#[arg(name = "...")]`, else its identifier.
+fn wire_name(argument: &Argument) -> String {
+    argument
+        .rules
+        .name
+        .as_ref()
+        .map_or_else(|| unraw(&argument.ident), |rule| rule.value.clone())
+}
+
 fn unraw(ident: &Ident) -> String {
     let name = ident.to_string();
     name.strip_prefix("r#").map(str::to_string).unwrap_or(name)
@@ -466,7 +491,7 @@ fn arg_specs(handler: &Handler) -> Vec<TokenStream> {
         .arguments()
         .enumerate()
         .map(|(index, argument)| {
-            let name = unraw(&argument.ident);
+            let name = wire_name(argument);
             let description = argument.doc.clone().unwrap_or_default();
             let ty = &argument.ty;
             let rules = &argument.rules;
