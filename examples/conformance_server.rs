@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use pkb_core::transport::http::{HttpServer, HttpSettings};
 use pkb_core::{
-    Contents, Context, McpServer, PromptError, Registry, ResourceError, SamplingError, Stateless,
-    ToolError, pkb_prompt, pkb_resource, pkb_tool,
+    ClientRequestError, Contents, Context, McpServer, PromptError, Registry, ResourceError,
+    Stateless, ToolError, pkb_prompt, pkb_resource, pkb_tool,
 };
 use rmcp::model::{
     ContentBlock, CreateMessageRequestParams, ElicitationSchema, LoggingLevel, PromptMessage,
@@ -255,7 +255,7 @@ async fn elicit(
     let answer = ctx
         .elicit(message, schema, CLIENT_TIMEOUT)
         .await
-        .map_err(|e: SamplingError| ToolError::new(format!("Elicitation error: {e}")))?;
+        .map_err(|e: ClientRequestError| ToolError::new(format!("Elicitation error: {e}")))?;
     let action = serde_json::to_value(answer.action).unwrap_or_default();
     let content = answer.content.unwrap_or_default();
     Ok(Contents::text(format!(

@@ -15,7 +15,7 @@ pub mod store;
 
 pub use framework::app::{App, ResourcePage, Stateless};
 pub use framework::args::{ArgRules, ArgSpec, InvalidArguments};
-pub use framework::context::{AppState, Context, SamplingError, Session};
+pub use framework::context::{AppState, ClientRequestError, Context, Session};
 pub use framework::prompt::{PromptDef, PromptError};
 pub use framework::registry::{Completion, CompletionTarget, MAX_COMPLETIONS, Registry};
 pub use framework::resource::{ResourceBody, ResourceDef, ResourceError};

@@ -198,12 +198,13 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Why a sampling request produced no message.
+/// Why a request to the client (sampling, elicitation) produced no answer.
 #[derive(Debug, thiserror::Error)]
-pub enum SamplingError {
-    /// The client did not declare the sampling capability (or there is no client).
-    #[error("the client does not support sampling")]
-    Unsupported,
+pub enum ClientRequestError {
+    /// The client did not declare the capability (`sampling`, `elicitation`), or there is no
+    /// client.
+    #[error("the client does not support {0}")]
+    Unsupported(&'static str),
     /// The client did not answer in time.
     #[error("the client did not answer within {0:?}")]
     TimedOut(Duration),
@@ -212,7 +213,7 @@ pub enum SamplingError {
     Failed(String),
     /// The client's answer comes with its next request (2026-07-28): the framework answers
     /// this call with an `InputRequiredResult`, whatever the handler returns now.
-    #[error("the client's model has not answered yet")]
+    #[error("the client has not answered yet")]
     InputRequired,
 }
 
@@ -334,23 +335,23 @@ impl Context {
     /// cannot hang the call.
     ///
     /// On revisions with sessions this is a `sampling/createMessage` request. On 2026-07-28
-    /// the call's first round ends with [`SamplingError::InputRequired`] and the framework
+    /// the call's first round ends with [`ClientRequestError::InputRequired`] and the framework
     /// asks the client in its answer; the client's retry runs the handler again, and this
     /// then returns the client's answer.
     pub async fn sample(
         &self,
         params: CreateMessageRequestParams,
         timeout: Duration,
-    ) -> Result<CreateMessageResult, SamplingError> {
+    ) -> Result<CreateMessageResult, ClientRequestError> {
         let peer = match (&self.peer, self.sampling) {
             (Some(peer), true) => peer,
-            _ => return Err(SamplingError::Unsupported),
+            _ => return Err(ClientRequestError::Unsupported("sampling")),
         };
         if let Some(round) = &self.round {
             return match round.sample(params) {
                 RoundSample::Answered(result) => Ok(*result),
-                RoundSample::Unreadable(problem) => Err(SamplingError::Failed(problem)),
-                RoundSample::Asked => Err(SamplingError::InputRequired),
+                RoundSample::Unreadable(problem) => Err(ClientRequestError::Failed(problem)),
+                RoundSample::Asked => Err(ClientRequestError::InputRequired),
             };
         }
         #[allow(deprecated)] // sampling is deprecated only for the stateless 2026 revision
@@ -364,16 +365,16 @@ impl Context {
         &self,
         request: impl Future<Output = Result<T, ServiceError>>,
         timeout: Duration,
-    ) -> Result<T, SamplingError> {
+    ) -> Result<T, ClientRequestError> {
         let answer = tokio::select! {
             answer = tokio::time::timeout(timeout, request) => answer,
             () = self.session.closing.cancelled() => {
-                return Err(SamplingError::Failed("the session is closing".into()));
+                return Err(ClientRequestError::Failed("the session is closing".into()));
             }
         };
         match answer {
-            Err(_) => Err(SamplingError::TimedOut(timeout)),
-            Ok(Err(error)) => Err(SamplingError::Failed(error.to_string())),
+            Err(_) => Err(ClientRequestError::TimedOut(timeout)),
+            Ok(Err(error)) => Err(ClientRequestError::Failed(error.to_string())),
             Ok(Ok(result)) => Ok(result),
         }
     }
@@ -422,16 +423,16 @@ impl Context {
     /// Asks the client's user for input shaped by `schema` (a form elicitation), giving up
     /// after `timeout`. The client must have declared the elicitation capability; on
     /// 2026-07-28, whose multi-round calls PKB's framework does not yet extend to elicitation,
-    /// this answers [`SamplingError::Unsupported`].
+    /// this answers [`ClientRequestError::Unsupported`].
     pub async fn elicit(
         &self,
         message: impl Into<String>,
         schema: ElicitationSchema,
         timeout: Duration,
-    ) -> Result<ElicitResult, SamplingError> {
+    ) -> Result<ElicitResult, ClientRequestError> {
         let peer = match (&self.peer, self.elicitation, self.round.is_some()) {
             (Some(peer), true, false) => peer,
-            _ => return Err(SamplingError::Unsupported),
+            _ => return Err(ClientRequestError::Unsupported("elicitation")),
         };
         let request = peer.create_elicitation(ElicitRequestParams::FormElicitationParams {
             meta: None,
