@@ -11,11 +11,12 @@ use std::sync::{Arc, OnceLock};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
     CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, InitializeRequestParams, InitializeResult, InputResponses, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Reference, ResourceContents, ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams,
-    SubscriptionFilter, UnsubscribeRequestParams,
+    GetPromptResult, InitializeRequestParams, InitializeResult, InputResponses, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, PromptsCapability, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Reference, ResourceContents, ResourcesCapability,
+    ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+    ToolsCapability, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{Peer, RoleServer, ServerHandler};
@@ -104,6 +105,12 @@ impl McpServer {
     pub fn with_sampling_timeout(mut self, timeout: std::time::Duration) -> Self {
         self.sampling_timeout = timeout;
         self
+    }
+
+    /// Whether it declares any resource or template (and so the resources capability).
+    fn has_resources(&self) -> bool {
+        self.registry.static_resources().next().is_some()
+            || self.registry.resource_templates().next().is_some()
     }
 
     /// The registry it serves.
@@ -254,6 +261,15 @@ fn decode_cursor(states: &RoundStates, user: &User, cursor: &str) -> Option<Stri
     Some(cursor.after)
 }
 
+/// -32601 for a method of a capability the server does not declare, as the revisions ask.
+fn offered(present: bool, method: &str) -> Result<(), ErrorData> {
+    if present {
+        Ok(())
+    } else {
+        Err(method_not_found(method))
+    }
+}
+
 fn invalid_params(message: impl Into<Cow<'static, str>>) -> ErrorData {
     ErrorData::invalid_params(message, None)
 }
@@ -314,15 +330,27 @@ pub(crate) const KNOWN_METHODS: &[&str] = &[
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> InitializeResult {
-        let capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_resources()
-            .enable_resources_subscribe()
-            .enable_resources_list_changed()
-            .enable_prompts()
-            .enable_completions()
-            .enable_logging()
-            .build();
+        // What the registry holds is what the server offers; handlers may always log.
+        let registry = &self.registry;
+        let has_resources = self.has_resources();
+        let has_prompts = registry.prompts().next().is_some();
+        let mut capabilities = ServerCapabilities::default();
+        if registry.tools().next().is_some() {
+            capabilities.tools = Some(ToolsCapability::default());
+        }
+        if has_resources {
+            let mut resources = ResourcesCapability::default();
+            resources.subscribe = Some(true);
+            resources.list_changed = Some(true);
+            capabilities.resources = Some(resources);
+        }
+        if has_prompts {
+            capabilities.prompts = Some(PromptsCapability::default());
+        }
+        if has_prompts || registry.resource_templates().next().is_some() {
+            capabilities.completions = Some(JsonObject::new());
+        }
+        capabilities.logging = Some(JsonObject::new());
         let mut info = InitializeResult::new(capabilities);
         info.instructions = self.app.instructions();
         info.server_info = self.app.implementation();
@@ -376,6 +404,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        offered(self.registry.tools().next().is_some(), "tools/list")?;
         Ok(ListToolsResult::with_all_items(
             self.registry.tools().cloned().collect(),
         ))
@@ -405,6 +434,7 @@ impl ServerHandler for McpServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        offered(self.has_resources(), "resources/list")?;
         let state = self.state_of(&context).await?;
         let user = self.user_of(&context)?;
         let cursor = request.and_then(|r| r.cursor);
@@ -438,6 +468,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        offered(self.has_resources(), "resources/templates/list")?;
         Ok(ListResourceTemplatesResult::with_all_items(
             self.registry.resource_templates().collect(),
         ))
@@ -506,6 +537,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        offered(self.registry.prompts().next().is_some(), "prompts/list")?;
         Ok(ListPromptsResult::with_all_items(
             self.registry.prompts().collect(),
         ))
@@ -666,9 +698,35 @@ impl ServerHandler for McpServer {
 
 #[cfg(test)]
 mod tests {
-    use super::{decode_cursor, encode_cursor};
+    use std::sync::Arc;
+
+    use rmcp::ServerHandler;
+
+    use super::{McpServer, decode_cursor, encode_cursor};
     use crate::auth::User;
     use crate::framework::input_rounds::RoundStates;
+    use crate::{Registry, Stateless};
+
+    #[test]
+    fn capabilities_follow_what_the_registry_holds() {
+        let app = || Stateless::new("test", "1");
+        let empty = Registry::from_defs([], [], []).unwrap();
+        let info = McpServer::new(Arc::new(empty), app()).get_info();
+        let caps = info.capabilities;
+        assert!(caps.tools.is_none() && caps.resources.is_none() && caps.prompts.is_none());
+        assert!(caps.completions.is_none());
+        assert!(caps.logging.is_some(), "handlers may always log");
+
+        let pkb = McpServer::new(Arc::new(Registry::collect().unwrap()), app()).get_info();
+        let caps = pkb.capabilities;
+        assert!(caps.tools.is_some() && caps.prompts.is_some() && caps.completions.is_some());
+        let resources = caps.resources.unwrap();
+        assert_eq!(
+            (resources.subscribe, resources.list_changed),
+            (Some(true), Some(true))
+        );
+        assert_eq!(pkb.server_info.name, "test");
+    }
 
     #[test]
     fn cursors_round_trip_and_reject_forgeries() {
