@@ -13,6 +13,9 @@ pub struct Spanned<T> {
 /// Arguments of `#[pkb_tool(...)]`.
 #[derive(Default)]
 pub struct ToolAttr {
+    /// `crate = "path"`: where the generated code finds `pkb_core` (serde's pattern), for a
+    /// crate that reaches it through another name or a re-export.
+    pub krate: Option<Path>,
     pub name: Option<LitStr>,
     pub title: Option<LitStr>,
     pub description: Option<LitStr>,
@@ -26,6 +29,9 @@ pub struct ToolAttr {
 /// Arguments of `#[pkb_resource(...)]`.
 #[derive(Default)]
 pub struct ResourceAttr {
+    /// `crate = "path"`: where the generated code finds `pkb_core` (serde's pattern), for a
+    /// crate that reaches it through another name or a re-export.
+    pub krate: Option<Path>,
     pub uri: Option<LitStr>,
     pub name: Option<LitStr>,
     pub title: Option<LitStr>,
@@ -37,15 +43,19 @@ pub struct ResourceAttr {
 /// Arguments of `#[pkb_prompt(...)]`.
 #[derive(Default)]
 pub struct PromptAttr {
+    /// `crate = "path"`: where the generated code finds `pkb_core` (serde's pattern), for a
+    /// crate that reaches it through another name or a re-export.
+    pub krate: Option<Path>,
     pub name: Option<LitStr>,
     pub title: Option<LitStr>,
     pub description: Option<LitStr>,
     pub complete: Vec<(Ident, Path)>,
 }
 
-const TOOL_KEYS: &str = "`name`, `title`, `description`, `read_only`, `destructive`, `idempotent`, `open_world`, `text`";
-const RESOURCE_KEYS: &str = "`uri`, `name`, `title`, `description`, `mime_type`, `complete`";
-const PROMPT_KEYS: &str = "`name`, `title`, `description`, `complete`";
+const TOOL_KEYS: &str = "`crate`, `name`, `title`, `description`, `read_only`, `destructive`, `idempotent`, `open_world`, `text`";
+const RESOURCE_KEYS: &str =
+    "`crate`, `uri`, `name`, `title`, `description`, `mime_type`, `complete`";
+const PROMPT_KEYS: &str = "`crate`, `name`, `title`, `description`, `complete`";
 
 /// Parses `#[pkb_tool(...)]` arguments, collecting every error.
 pub fn parse_tool(args: TokenStream, errors: &mut Vec<syn::Error>) -> ToolAttr {
@@ -53,6 +63,7 @@ pub fn parse_tool(args: TokenStream, errors: &mut Vec<syn::Error>) -> ToolAttr {
     let parser = syn::meta::parser(|meta| {
         let key = meta_key(&meta)?;
         match key.as_str() {
+            "crate" => set_once(&mut attr.krate, &meta, &key, crate_path(&meta)?),
             "name" => set_once(&mut attr.name, &meta, &key, lit_str(&meta)?),
             "title" => set_once(&mut attr.title, &meta, &key, lit_str(&meta)?),
             "description" => set_once(&mut attr.description, &meta, &key, lit_str(&meta)?),
@@ -77,6 +88,7 @@ pub fn parse_resource(args: TokenStream, errors: &mut Vec<syn::Error>) -> Resour
     let parser = syn::meta::parser(|meta| {
         let key = meta_key(&meta)?;
         match key.as_str() {
+            "crate" => set_once(&mut attr.krate, &meta, &key, crate_path(&meta)?),
             "uri" => set_once(&mut attr.uri, &meta, &key, lit_str(&meta)?),
             "name" => set_once(&mut attr.name, &meta, &key, lit_str(&meta)?),
             "title" => set_once(&mut attr.title, &meta, &key, lit_str(&meta)?),
@@ -96,6 +108,7 @@ pub fn parse_prompt(args: TokenStream, errors: &mut Vec<syn::Error>) -> PromptAt
     let parser = syn::meta::parser(|meta| {
         let key = meta_key(&meta)?;
         match key.as_str() {
+            "crate" => set_once(&mut attr.krate, &meta, &key, crate_path(&meta)?),
             "name" => set_once(&mut attr.name, &meta, &key, lit_str(&meta)?),
             "title" => set_once(&mut attr.title, &meta, &key, lit_str(&meta)?),
             "description" => set_once(&mut attr.description, &meta, &key, lit_str(&meta)?),
@@ -105,6 +118,17 @@ pub fn parse_prompt(args: TokenStream, errors: &mut Vec<syn::Error>) -> PromptAt
     });
     run(parser, args, errors);
     attr
+}
+
+/// `crate = "some::path"`: a path written as a string, as serde takes it.
+fn crate_path(meta: &syn::meta::ParseNestedMeta) -> syn::Result<Path> {
+    let lit: LitStr = meta.value()?.parse()?;
+    lit.parse().map_err(|_| {
+        syn::Error::new(
+            lit.span(),
+            "expected a path to pkb_core, such as \"my_facade::pkb_core\"",
+        )
+    })
 }
 
 fn run(

@@ -1,6 +1,6 @@
 //! Code generation for the three macros. Generated code names only `::core`, `::std` and
-//! `::pkb_core::__private` paths, and on any error the user's fn is emitted unchanged beside
-//! the errors, with no registration.
+//! `::pkb_core::__private` paths (or those under `crate = "..."`), and on any error the user's
+//! fn is emitted unchanged beside the errors, with no registration.
 
 use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
@@ -61,12 +61,13 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     };
     let output_schema = quote_spanned! {ret.span()=> __pkb::output_schema_of::<#ret>};
     let item = &handler.item;
+    let krate = crate_path(attr.krate.as_ref());
     quote! {
         #item
 
         #[doc(hidden)]
         const _: () = {
-            use ::pkb_core::__private as __pkb;
+            use #krate::__private as __pkb;
             #specialization
             #checks
             static __PKB_ARGS: &[__pkb::ArgSpec] = &[#(#specs),*];
@@ -172,12 +173,13 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
     let (completion_fns, completions) = completion_providers(&attr.complete);
     let fn_ident = &handler.item.sig.ident;
     let item = &handler.item;
+    let krate = crate_path(attr.krate.as_ref());
     quote! {
         #item
 
         #[doc(hidden)]
         const _: () = {
-            use ::pkb_core::__private as __pkb;
+            use #krate::__private as __pkb;
             #specialization
             #checks
             #completion_fns
@@ -242,12 +244,13 @@ pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
     let (completion_fns, completions) = completion_providers(&attr.complete);
     let fn_ident = &handler.item.sig.ident;
     let item = &handler.item;
+    let krate = crate_path(attr.krate.as_ref());
     quote! {
         #item
 
         #[doc(hidden)]
         const _: () = {
-            use ::pkb_core::__private as __pkb;
+            use #krate::__private as __pkb;
             #specialization
             #checks
             #completion_fns
@@ -442,6 +445,11 @@ fn check_completions(
             ));
         }
     }
+}
+
+/// Where the expansion finds `pkb_core`: `crate = "..."`, else `::pkb_core`.
+fn crate_path(given: Option<&syn::Path>) -> TokenStream {
+    given.map_or_else(|| quote!(::pkb_core), |path| quote!(#path))
 }
 
 /// An argument's name in the schema and the call: `#[arg(name = "...")]`, else its identifier.
