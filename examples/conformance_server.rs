@@ -129,37 +129,37 @@ async fn test_sampling(
     #[arg(max_len = 10_000)]
     prompt: String,
 ) -> Result<Contents, ToolError> {
-    let request = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 100);
-    let answer = ctx
-        .sample(request, CLIENT_TIMEOUT)
-        .await
-        .map_err(|e| ToolError::new(format!("Sampling error: {e}")))?;
-    let text = answer
-        .message
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map_or_else(|| "No text response".to_owned(), |t| t.text.clone());
-    Ok(Contents::text(format!("LLM response: {text}")))
+    let text = ask_model(ctx, prompt).await?;
+    Ok(Contents::text(format!(
+        "LLM response: {}",
+        text.as_deref().unwrap_or("No text response")
+    )))
 }
 
 /// Asks the client's model a question: on 2026-07-28 as a multi-round request, the answer
 /// coming with the client's retry.
 #[pkb_tool(read_only, open_world)]
 async fn test_input_required_result_sampling(ctx: &Context) -> Result<Contents, ToolError> {
-    let question = SamplingMessage::user_text("What is the capital of France?");
-    let request = CreateMessageRequestParams::new(vec![question], 100);
+    let text = ask_model(ctx, "What is the capital of France?".into()).await?;
+    Ok(Contents::text(format!(
+        "Sampling response: {}",
+        text.as_deref().unwrap_or("(no sampling text)")
+    )))
+}
+
+/// The text of the model's answer to `prompt` (`None` when it answered otherwise).
+async fn ask_model(ctx: &Context, prompt: String) -> Result<Option<String>, ToolError> {
+    let request = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 100);
     let answer = ctx
         .sample(request, CLIENT_TIMEOUT)
         .await
         .map_err(|e| ToolError::new(format!("Sampling error: {e}")))?;
-    let text = answer
+    Ok(answer
         .message
         .content
         .first()
         .and_then(|c| c.as_text())
-        .map_or_else(|| "(no sampling text)".to_owned(), |t| t.text.clone());
-    Ok(Contents::text(format!("Sampling response: {text}")))
+        .map(|t| t.text.clone()))
 }
 
 /// Asks the client's user for a name and an email address.
