@@ -1,5 +1,5 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`) against the
-//! fixture server `examples/conformance_server.rs`, for the 2025-11-25 and 2026-07-28
+//! fixture server `examples/conformance_server/`, for the 2025-11-25 and 2026-07-28
 //! revisions, every scenario of each (`--suite all`). It fails on any failure that
 //! `examples/conformance-baseline.yml` does not list, and on a listed scenario that passes.
 //!

@@ -39,7 +39,8 @@ async fn word_count_counts_and_validates() {
             arguments(json!({"id": " deploy-checklist "})),
         )
         .await
-        .unwrap();
+        .expect("the tool exists")
+        .expect("the call is not refused");
     assert_eq!(
         result.structured_content,
         Some(json!({"id": "deploy-checklist", "words": 10, "characters": 55}))
@@ -47,11 +48,13 @@ async fn word_count_counts_and_validates() {
     let invalid = registry
         .call_tool(ctx.clone(), "word_count", arguments(json!({"id": ""})))
         .await
-        .unwrap();
+        .expect("the tool exists")
+        .expect("the call is not refused");
     assert_eq!(invalid.is_error, Some(true));
     let missing = registry
         .call_tool(ctx, "word_count", arguments(json!({"id": "nope"})))
         .await
-        .unwrap();
+        .expect("the tool exists")
+        .expect("the call is not refused");
     assert_eq!(missing.is_error, Some(true));
 }

@@ -39,7 +39,7 @@ pub mod __private {
         ResourceBody, ResourceDef, ResourceError, ResourceReturn, take_variable,
     };
     pub use crate::framework::tool::{
-        Annotations, ToolDef, ToolReturn, output_schema_of, tool_invalid, tool_reply,
+        Annotations, ToolDef, ToolReply, ToolReturn, output_schema_of, tool_invalid, tool_reply,
     };
     pub use futures::future::BoxFuture;
     pub use inventory;

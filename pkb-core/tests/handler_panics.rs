@@ -29,7 +29,8 @@ async fn a_panicking_tool_becomes_an_error_result() {
     let result = registry
         .call_tool(ctx.clone(), "explode", arguments)
         .await
-        .unwrap();
+        .expect("the tool exists")
+        .expect("the call is not refused");
     assert_eq!(result.is_error, Some(true));
     assert!(result.structured_content.is_none());
     let text = serde_json::to_value(&result.content).unwrap()[0]["text"].clone();
@@ -38,7 +39,11 @@ async fn a_panicking_tool_becomes_an_error_result() {
         "internal error: the `explode` tool failed unexpectedly"
     );
     // The next call is served normally.
-    let fine = registry.call_tool(ctx, "explode", None).await.unwrap();
+    let fine = registry
+        .call_tool(ctx, "explode", None)
+        .await
+        .expect("the tool exists")
+        .expect("the call is not refused");
     assert_ne!(fine.is_error, Some(true));
 }
 

@@ -74,7 +74,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
             fn __pkb_call(
                 ctx: __pkb::Context,
                 arguments: ::core::option::Option<__pkb::JsonObject>,
-            ) -> __pkb::BoxFuture<'static, __pkb::CallToolResult> {
+            ) -> __pkb::BoxFuture<'static, __pkb::ToolReply> {
                 ::std::boxed::Box::pin(async move {
                     #bindings
                     let __result: #ret = #fn_ident(#call_args).await;
@@ -662,7 +662,7 @@ fn relocate(tokens: TokenStream, span: Span) -> TokenStream {
 /// mistake once, at the user's type, instead of again for every use inside generated code.
 fn specialization(usage: ArgumentUse) -> TokenStream {
     let reply = match usage {
-        ArgumentUse::Tool => quote!(__pkb::CallToolResult),
+        ArgumentUse::Tool => quote!(__pkb::ToolReply),
         ArgumentUse::Resource => {
             quote!(::core::result::Result<__pkb::ResourceBody, __pkb::ResourceError>)
         }

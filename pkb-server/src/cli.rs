@@ -298,6 +298,11 @@ pub async fn call(registry: &Registry, ctx: Context, tool: &str, arguments: &str
             names.join(", ")
         ));
     };
+    // A detached call has no client, so a tool that needs one of its capabilities says so.
+    let result = match result {
+        Ok(result) => result,
+        Err(error) => return error_out(&error.message),
+    };
     let text: Vec<String> = result
         .content
         .iter()

@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitationSchema, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
+    CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ElicitationSchema, InputRequest, ListRootsRequest,
+    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
     ProgressToken, ResourceUpdatedNotificationParam,
 };
 use rmcp::service::ServiceError;
@@ -22,7 +23,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::changes::{Change, ChangeHub, ChangeKind};
-use super::input_rounds::{InputRound, RoundSample};
+use super::input_rounds::{InputRound, RoundAnswer};
 
 /// The application's state for one request, as its [`App`](super::app::App) made it for the
 /// user the request acts for; handlers reach it with [`Context::state`].
@@ -41,11 +42,15 @@ pub struct Context {
     sampling: bool,
     /// The client declared the elicitation capability.
     elicitation: bool,
+    /// The client declared the roots capability.
+    roots: bool,
     sampling_timeout: Duration,
     /// Where the changes this request makes are told to the user's other sessions.
     changes: Option<(Arc<ChangeHub>, Arc<str>)>,
     /// On the stateless revision: the answers this call brought, and what it asks for.
     round: Option<Arc<InputRound>>,
+    /// What the handler named the requests it makes of the client through this context.
+    input_name: Option<Arc<str>>,
     /// The log level the request itself named (2026-07-28), over the session's.
     log_level: Option<LoggingLevel>,
     /// The request is of the stateless revision: resource notifications reach the client
@@ -231,9 +236,11 @@ impl Context {
             peer,
             sampling,
             elicitation: false,
+            roots: false,
             sampling_timeout: DEFAULT_SAMPLING_TIMEOUT,
             changes: None,
             round: None,
+            input_name: None,
             log_level: None,
             stateless: false,
             progress_token: None,
@@ -348,11 +355,8 @@ impl Context {
             _ => return Err(ClientRequestError::Unsupported("sampling")),
         };
         if let Some(round) = &self.round {
-            return match round.sample(params) {
-                RoundSample::Answered(result) => Ok(*result),
-                RoundSample::Unreadable(problem) => Err(ClientRequestError::Failed(problem)),
-                RoundSample::Asked => Err(ClientRequestError::InputRequired),
-            };
+            let request = InputRequest::CreateMessage(CreateMessageRequest::new(params));
+            return from_round(round.answer("sampling", self.input_name("sampling"), request));
         }
         #[allow(deprecated)] // sampling is deprecated only for the stateless 2026 revision
         let request = peer.create_message(params);
@@ -421,25 +425,71 @@ impl Context {
     }
 
     /// Asks the client's user for input shaped by `schema` (a form elicitation), giving up
-    /// after `timeout`. The client must have declared the elicitation capability; on
-    /// 2026-07-28, whose multi-round calls PKB's framework does not yet extend to elicitation,
-    /// this answers [`ClientRequestError::Unsupported`].
+    /// after `timeout`. The client must have declared the elicitation capability. On
+    /// 2026-07-28 this takes rounds, as [`Context::sample`] does.
     pub async fn elicit(
         &self,
         message: impl Into<String>,
         schema: ElicitationSchema,
         timeout: Duration,
     ) -> Result<ElicitResult, ClientRequestError> {
-        let peer = match (&self.peer, self.elicitation, self.round.is_some()) {
-            (Some(peer), true, false) => peer,
+        let peer = match (&self.peer, self.elicitation) {
+            (Some(peer), true) => peer,
             _ => return Err(ClientRequestError::Unsupported("elicitation")),
         };
-        let request = peer.create_elicitation(ElicitRequestParams::FormElicitationParams {
+        let params = ElicitRequestParams::FormElicitationParams {
             meta: None,
             message: message.into(),
             requested_schema: schema,
-        });
-        self.client_answer(request, timeout).await
+        };
+        if let Some(round) = &self.round {
+            let request = InputRequest::Elicitation(ElicitRequest::new(params));
+            return from_round(round.answer(
+                "elicitation",
+                self.input_name("elicitation"),
+                request,
+            ));
+        }
+        self.client_answer(peer.create_elicitation(params), timeout)
+            .await
+    }
+
+    /// The client's roots (the folders or files it works in), giving up after `timeout`. The
+    /// client must have declared the roots capability. On 2026-07-28 this takes rounds, as
+    /// [`Context::sample`] does.
+    pub async fn list_roots(
+        &self,
+        timeout: Duration,
+    ) -> Result<ListRootsResult, ClientRequestError> {
+        let peer = match (&self.peer, self.roots) {
+            (Some(peer), true) => peer,
+            _ => return Err(ClientRequestError::Unsupported("roots")),
+        };
+        if let Some(round) = &self.round {
+            let request = InputRequest::ListRoots(ListRootsRequest::default());
+            return from_round(round.answer("roots", self.input_name("roots"), request));
+        }
+        self.client_answer(peer.list_roots(), timeout).await
+    }
+
+    /// The same context, naming the requests it makes of the client `name` (then `name-2`,
+    /// ...): on 2026-07-28 they are the keys of the `inputRequests` the client answers, which
+    /// a client or a specification may expect by name. Unnamed requests are named by kind:
+    /// `sampling`, `elicitation`, `roots`.
+    pub fn named_input(&self, name: &str) -> Self {
+        let mut named = self.clone();
+        named.input_name = Some(Arc::from(name));
+        named
+    }
+
+    fn input_name<'a>(&'a self, kind: &'a str) -> &'a str {
+        self.input_name.as_deref().unwrap_or(kind)
+    }
+
+    /// The same context, for a client that declared the roots capability or not.
+    pub fn with_roots(mut self, roots: bool) -> Self {
+        self.roots = roots;
+        self
     }
 
     /// The same context, for a client that declared the elicitation capability or not.
@@ -480,5 +530,14 @@ impl Context {
                 tracing::debug!(%error, "could not send a log message");
             }
         }
+    }
+}
+
+/// What a handler's request to the client gets in a round: the client's earlier answer, or
+/// [`ClientRequestError::InputRequired`] while the framework asks for it.
+fn from_round<T>(answer: RoundAnswer<T>) -> Result<T, ClientRequestError> {
+    match answer {
+        RoundAnswer::Answered(result) => Ok(result),
+        RoundAnswer::Asked => Err(ClientRequestError::InputRequired),
     }
 }

@@ -1,20 +1,20 @@
 //! Multi-round-trip requests (2026-07-28): a handler that needs the client's input (a sample
-//! of its model) asks the [`Context`](super::context::Context) as on any revision; on the
-//! stateless revision the framework answers the call with an `InputRequiredResult` naming
-//! what it needs and a sealed state, and runs the handler again when the client retries with
-//! the answers. Handlers never see the rounds.
-
-// Sampling is deprecated only for the stateless revision this module serves it on.
-#![allow(deprecated)]
+//! of its model, an answer of its user, its roots) asks the
+//! [`Context`](super::context::Context) as on any revision; on the stateless revision the
+//! framework answers the call with an `InputRequiredResult` naming what it needs and a sealed
+//! state, and runs the handler again when the client retries with the answers. The state
+//! carries the answers of earlier rounds, so a handler may ask again after an answer. Handlers
+//! never see the rounds.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use rmcp::model::{
-    CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses, RequestStateCodec, SealOptions,
+    InputRequest, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec,
+    SealOptions,
 };
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -51,11 +51,12 @@ impl RoundStates {
         Self::with_key(&key).expect("32 bytes is a valid key")
     }
 
-    /// The state of a call that must come back with answers: what it was (`call`), for whom
-    /// (`user_key`, bound as associated data, so another user's state fails), until `ttl`.
+    /// The state of a call that must come back with answers: what it was and the answers it
+    /// has had so far (`round`), for whom (`user_key`, bound as associated data, so another
+    /// user's state fails), until `ttl`.
     pub fn seal(
         &self,
-        call: &CallIdentity,
+        round: &RoundState,
         user_key: &str,
         ttl: Duration,
     ) -> Result<String, String> {
@@ -63,7 +64,7 @@ impl RoundStates {
             .associated_data(user_key.as_bytes())
             .ttl(ttl);
         self.codec
-            .seal_json_with(call, &options)
+            .seal_json_with(round, &options)
             .map_err(|error| error.to_string())
     }
 
@@ -88,12 +89,25 @@ impl RoundStates {
             .ok()
     }
 
-    /// Whether `state` was sealed by this key for `call` and `user_key`, and has not expired.
-    pub fn verify(&self, state: &str, call: &CallIdentity, user_key: &str) -> bool {
+    /// The answers of earlier rounds that `state` carries, when this key sealed it for `call`
+    /// and `user_key` and it has not expired; `None` otherwise.
+    pub fn open(&self, state: &str, call: &CallIdentity, user_key: &str) -> Option<InputResponses> {
         self.codec
-            .open_json_with::<CallIdentity>(state, user_key.as_bytes())
-            .is_ok_and(|sealed| &sealed == call)
+            .open_json_with::<RoundState>(state, user_key.as_bytes())
+            .ok()
+            .filter(|sealed| &sealed.call == call)
+            .map(|sealed| sealed.answers)
     }
+}
+
+/// What a sealed `requestState` holds: the call it belongs to, and the client's answers of
+/// its earlier rounds, which the client does not send again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundState {
+    /// The call.
+    pub call: CallIdentity,
+    /// Every answer the call has used so far, by key.
+    pub answers: InputResponses,
 }
 
 /// What a sealed state names: the method's target (a tool, say) and a digest of its
@@ -133,22 +147,34 @@ fn sorted(value: &Value) -> Value {
     }
 }
 
-/// One round of a call on the stateless revision: the answers the client brought (with a
-/// state that verified), and what the handler asked for that has no answer yet.
+/// One round of a call on the stateless revision: the answers the client brought (with those
+/// of earlier rounds, from a state that verified), and what the handler asked for that has no
+/// answer yet.
 #[derive(Debug, Default)]
 pub struct InputRound {
     answers: InputResponses,
-    asked: Mutex<InputRequests>,
-    samples: Mutex<usize>,
+    progress: Mutex<Progress>,
 }
 
-/// What [`InputRound::sample`] found.
-pub enum RoundSample {
-    /// The client's model answered in an earlier round.
-    Answered(Box<CreateMessageResult>),
-    /// The client answered with something that is not a sampling result.
-    Unreadable(String),
-    /// No answer yet: the request is recorded for this round's `InputRequiredResult`.
+/// What the handler did in one round.
+#[derive(Debug, Default)]
+struct Progress {
+    /// How many requests the handler made under each name: their keys.
+    asked_by_name: BTreeMap<String, usize>,
+    /// The requests with no answer yet.
+    asked: InputRequests,
+    /// The answers the handler used.
+    used: InputResponses,
+    /// The first answer that was not what its request asks for.
+    unreadable: Option<String>,
+}
+
+/// What [`InputRound::answer`] found.
+pub enum RoundAnswer<T> {
+    /// The client answered in an earlier round.
+    Answered(T),
+    /// No answer yet, or one that could not be read: the request is recorded for this
+    /// round's `InputRequiredResult`, or the call fails with what was wrong.
     Asked,
 }
 
@@ -161,37 +187,75 @@ impl InputRound {
         }
     }
 
-    /// The answer to the handler's next sampling request, or that request recorded. The
-    /// handler's requests are keyed by their order, which is the same in every round.
-    pub fn sample(&self, params: CreateMessageRequestParams) -> RoundSample {
-        let key = {
-            let mut samples = lock(&self.samples);
-            *samples += 1;
-            format!("sample-{}", *samples)
+    /// The answer to the handler's next request of `kind` (`"sampling"`, `"elicitation"`,
+    /// `"roots"`) made under `name` (the kind, unless the handler named its requests), or
+    /// that request recorded. A handler's requests are keyed by name and order (`sampling`,
+    /// `sampling-2`, ...), which are the same in every round.
+    pub fn answer<T: DeserializeOwned>(
+        &self,
+        kind: &'static str,
+        name: &str,
+        request: InputRequest,
+    ) -> RoundAnswer<T> {
+        let mut progress = lock(&self.progress);
+        let count = progress.asked_by_name.entry(name.to_owned()).or_default();
+        *count += 1;
+        let key = match *count {
+            1 => name.to_owned(),
+            n => format!("{name}-{n}"),
         };
-        match self.answers.get(&key) {
-            Some(answer) => match serde_json::from_value::<CreateMessageResult>(answer.clone()) {
-                Ok(result) => RoundSample::Answered(Box::new(result)),
-                Err(error) => RoundSample::Unreadable(format!(
-                    "the client's answer is not a sampling result: {error}"
-                )),
-            },
-            None => {
-                lock(&self.asked).insert(
-                    key,
-                    InputRequest::CreateMessage(CreateMessageRequest::new(params)),
-                );
-                RoundSample::Asked
+        let Some(answer) = self.answers.get(&key) else {
+            progress.asked.insert(key, request);
+            return RoundAnswer::Asked;
+        };
+        match serde_json::from_value::<T>(answer.clone()) {
+            Ok(result) => {
+                progress.used.insert(key, answer.clone());
+                RoundAnswer::Answered(result)
+            }
+            Err(error) => {
+                progress.unreadable.get_or_insert(format!(
+                    "inputResponses.{key} is not a {kind} result: {error}"
+                ));
+                RoundAnswer::Asked
             }
         }
     }
 
-    /// What the handler asked for without an answer; `None` when it needed nothing more, so
-    /// its own result stands.
-    pub fn unanswered(&self) -> Option<InputRequests> {
-        let asked = std::mem::take(&mut *lock(&self.asked));
-        (!asked.is_empty()).then_some(asked)
+    /// How the round ended: the handler's own result stands, the call needs more input, or
+    /// an answer was unreadable.
+    pub fn outcome(&self, call: CallIdentity) -> RoundOutcome {
+        let mut progress = lock(&self.progress);
+        if let Some(problem) = progress.unreadable.take() {
+            return RoundOutcome::Unreadable(problem);
+        }
+        if progress.asked.is_empty() {
+            return RoundOutcome::Complete;
+        }
+        RoundOutcome::NeedsInput {
+            asked: std::mem::take(&mut progress.asked),
+            state: RoundState {
+                call,
+                answers: std::mem::take(&mut progress.used),
+            },
+        }
     }
+}
+
+/// How one round of a call ended.
+pub enum RoundOutcome {
+    /// The handler needed nothing more: its result is the answer.
+    Complete,
+    /// The handler asked for what the client has not answered: the call is answered with an
+    /// `InputRequiredResult` asking for it, with `state` sealed.
+    NeedsInput {
+        /// The requests without an answer.
+        asked: InputRequests,
+        /// What the next round must bring back.
+        state: RoundState,
+    },
+    /// An answer was not what its request asks for: an invalid-params error.
+    Unreadable(String),
 }
 
 /// The answer to a call that still needs the client's input.
@@ -200,6 +264,8 @@ pub fn input_required(asked: InputRequests, state: String) -> InputRequiredResul
 }
 
 #[cfg(test)]
+// Roots are deprecated only for the stateless revision that asks for them in rounds.
+#[allow(deprecated)]
 mod tests {
     use super::*;
 
@@ -207,30 +273,109 @@ mod tests {
     fn states_bind_the_call_the_user_and_the_key() {
         let states = RoundStates::with_key(&[7; 32]).unwrap();
         let call = CallIdentity::new("summarize", serde_json::json!({"id": "a"}).as_object());
+        let answers: InputResponses = [("sampling".to_owned(), serde_json::json!({"x": 1}))]
+            .into_iter()
+            .collect();
+        let round = RoundState {
+            call: call.clone(),
+            answers: answers.clone(),
+        };
         let state = states
-            .seal(&call, "alice", Duration::from_secs(60))
+            .seal(&round, "alice", Duration::from_secs(60))
             .unwrap();
-        assert!(states.verify(&state, &call, "alice"));
-        assert!(!states.verify(&state, &call, "bob"), "another user's state");
+        assert_eq!(states.open(&state, &call, "alice"), Some(answers));
+        assert_eq!(
+            states.open(&state, &call, "bob"),
+            None,
+            "another user's state"
+        );
         let other = CallIdentity::new("summarize", serde_json::json!({"id": "b"}).as_object());
-        assert!(
-            !states.verify(&state, &other, "alice"),
+        assert_eq!(
+            states.open(&state, &other, "alice"),
+            None,
             "another note's state"
         );
         let mut tampered: Vec<char> = state.chars().collect();
         tampered[10] = if tampered[10] == 'A' { 'B' } else { 'A' };
         let tampered: String = tampered.into_iter().collect();
-        assert!(!states.verify(&tampered, &call, "alice"));
+        assert_eq!(states.open(&tampered, &call, "alice"), None);
         let stranger = RoundStates::with_key(&[8; 32]).unwrap();
-        assert!(!stranger.verify(&state, &call, "alice"), "another key");
+        assert_eq!(stranger.open(&state, &call, "alice"), None, "another key");
         let expired = states
-            .seal(&call, "alice", Duration::from_millis(1))
+            .seal(&round, "alice", Duration::from_millis(1))
             .unwrap();
         std::thread::sleep(Duration::from_millis(5));
-        assert!(!states.verify(&expired, &call, "alice"));
+        assert_eq!(states.open(&expired, &call, "alice"), None);
         assert!(
             RoundStates::with_key(&[1; 16]).is_err(),
             "short keys are refused"
+        );
+    }
+
+    fn roots_request() -> InputRequest {
+        InputRequest::ListRoots(rmcp::model::ListRootsRequest::default())
+    }
+
+    #[test]
+    fn a_round_keys_requests_by_kind_and_order_and_keeps_the_answers_it_used() {
+        let call = || CallIdentity::new("t", None);
+        let first = InputRound::new(InputResponses::default());
+        assert!(matches!(
+            first.answer::<Value>("roots", "roots", roots_request()),
+            RoundAnswer::Asked
+        ));
+        assert!(matches!(
+            first.answer::<Value>("roots", "roots", roots_request()),
+            RoundAnswer::Asked
+        ));
+        let RoundOutcome::NeedsInput { asked, state } = first.outcome(call()) else {
+            panic!("the first round needs input");
+        };
+        assert_eq!(asked.keys().collect::<Vec<_>>(), ["roots", "roots-2"]);
+        assert!(state.answers.is_empty());
+
+        let answers: InputResponses = [
+            ("roots".to_owned(), serde_json::json!({"roots": []})),
+            ("unasked".to_owned(), serde_json::json!(1)),
+        ]
+        .into_iter()
+        .collect();
+        let second = InputRound::new(answers);
+        assert!(matches!(
+            second.answer::<Value>("roots", "roots", roots_request()),
+            RoundAnswer::Answered(_)
+        ));
+        assert!(matches!(
+            second.answer::<Value>("roots", "roots", roots_request()),
+            RoundAnswer::Asked
+        ));
+        let RoundOutcome::NeedsInput { asked, state } = second.outcome(call()) else {
+            panic!("the second answer is missing");
+        };
+        assert_eq!(asked.keys().collect::<Vec<_>>(), ["roots-2"]);
+        assert_eq!(
+            state.answers.keys().collect::<Vec<_>>(),
+            ["roots"],
+            "the state keeps the answer used, not the unasked one"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_answer_ends_the_round_with_what_was_wrong() {
+        let answers: InputResponses = [("client_roots".to_owned(), serde_json::json!(12345))]
+            .into_iter()
+            .collect();
+        let round = InputRound::new(answers);
+        assert!(matches!(
+            round.answer::<rmcp::model::ListRootsResult>("roots", "client_roots", roots_request()),
+            RoundAnswer::Asked
+        ));
+        let RoundOutcome::Unreadable(problem) = round.outcome(CallIdentity::new("t", None)) else {
+            panic!("an unreadable answer fails the round");
+        };
+        assert!(
+            problem.starts_with("inputResponses.client_roots is not a roots result"),
+            "{problem}"
         );
     }
 

@@ -7,15 +7,15 @@ use std::panic::AssertUnwindSafe;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rmcp::model::{
-    CallToolResult, JsonObject, Prompt, PromptArgument, PromptMessage, Resource, ResourceTemplate,
-    Tool, ToolAnnotations,
+    JsonObject, Prompt, PromptArgument, PromptMessage, Resource, ResourceTemplate, Tool,
+    ToolAnnotations,
 };
 
 use super::context::Context;
 use super::prompt::{PromptDef, PromptError};
 use super::resource::{ResourceBody, ResourceDef, ResourceError};
 use super::schema::input_schema;
-use super::tool::{ToolDef, tool_error};
+use super::tool::{ToolDef, ToolReply, tool_error};
 
 /// A completion provider: the context and the typed prefix, to at most 100 values.
 pub type CompleteFn = fn(Context, String) -> BoxFuture<'static, Vec<String>>;
@@ -178,15 +178,15 @@ impl Registry {
         ctx: Context,
         name: &str,
         arguments: Option<JsonObject>,
-    ) -> Option<CallToolResult> {
+    ) -> Option<ToolReply> {
         let def = self.tool(name)?;
         let call = AssertUnwindSafe((def.call)(ctx, arguments)).catch_unwind();
         Some(call.await.unwrap_or_else(|_| {
             tracing::error!(tool = def.name, "tool handler panicked");
-            tool_error(format!(
+            Ok(tool_error(format!(
                 "internal error: the `{}` tool failed unexpectedly",
                 def.name
-            ))
+            )))
         }))
     }
 

@@ -11,12 +11,12 @@ use std::sync::{Arc, OnceLock};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
     CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, InitializeRequestParams, InitializeResult, InputResponses, JsonObject,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, PromptsCapability, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Reference, ResourceContents, ResourcesCapability,
-    ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
-    ToolsCapability, UnsubscribeRequestParams,
+    GetPromptResult, InitializeRequestParams, InitializeResult, InputRequiredResult,
+    InputResponses, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptsCapability,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Reference, ResourceContents, ResourcesCapability, ServerCapabilities, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, ToolsCapability, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{Peer, RoleServer, ServerHandler};
@@ -25,7 +25,8 @@ use serde_json::json;
 use super::app::App;
 use super::changes::{ChangeHub, ChangeKind};
 use super::context::{AppState, DEFAULT_SAMPLING_TIMEOUT};
-use super::input_rounds::{CallIdentity, InputRound, RoundStates, input_required};
+use super::input_rounds::{CallIdentity, InputRound, RoundOutcome, RoundStates, input_required};
+use super::tool::ToolReply;
 use crate::auth::{Principal, User};
 use crate::{CompletionTarget, Context, Registry, ResourceBody, ResourceError, Session};
 
@@ -167,7 +168,10 @@ impl McpServer {
         let sampling = capabilities
             .as_ref()
             .is_some_and(|caps| caps.sampling.is_some());
-        let elicitation = capabilities.is_some_and(|caps| caps.elicitation.is_some());
+        let elicitation = capabilities
+            .as_ref()
+            .is_some_and(|caps| caps.elicitation.is_some());
+        let roots = capabilities.is_some_and(|caps| caps.roots.is_some());
         let mut context = Context::new(
             state,
             self.session.clone(),
@@ -178,6 +182,7 @@ impl McpServer {
         .with_log_level(request.meta.log_level())
         .with_progress_token(request.meta.get_progress_token())
         .with_elicitation(elicitation)
+        .with_roots(roots)
         .with_logger(Arc::clone(&self.logger));
         let user = self.user_of(request)?;
         context = context.with_changes(Arc::clone(&self.changes), user.storage_key().into());
@@ -190,54 +195,107 @@ impl McpServer {
         Ok(context)
     }
 
-    /// Runs a tool call on the stateless revision: one round, answered with the handler's
-    /// result, or with an `InputRequiredResult` when it asked the client for input it has
-    /// not given yet.
-    async fn call_tool_in_rounds(
+    /// Runs one round of a call on the stateless revision (`method` of `target` with
+    /// `arguments`): `run` answers with the handler's result, unless the handler asked the
+    /// client for input it has not given yet, which is asked for with an
+    /// `InputRequiredResult`. Answers count from the client's `inputResponses`, and from a
+    /// `requestState` only when this server sealed it for this call and user.
+    async fn in_rounds<T, Run>(
         &self,
-        request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+        call: CallOf<'_>,
+        run: impl FnOnce(Context) -> Run,
+    ) -> Result<Rounded<T>, ErrorData>
+    where
+        Run: Future<Output = Result<T, ErrorData>>,
+    {
         let user_key = self.user_of(context)?.storage_key();
-        // What identifies the call in its state; hashed only when a state is read or made,
-        // which a plain call never needs.
-        let identity = || CallIdentity::new(&request.name, request.arguments.as_ref());
-        // Answers count only with the state this server sealed for this call and user.
-        let answers = match &request.request_state {
-            Some(state) if self.round_states.verify(state, &identity(), &user_key) => {
-                request.input_responses.clone().unwrap_or_default()
-            }
-            Some(_) => {
-                return Err(invalid_params(
-                    "invalid requestState: it was altered, has expired, or belongs to another call or user",
-                ));
-            }
+        // Hashed only when a state is read or made, which a plain call never needs.
+        let identity = || CallIdentity::new(&call.target(), call.arguments);
+        let mut answers = match call.request_state {
+            Some(state) => self
+                .round_states
+                .open(state, &identity(), &user_key)
+                .ok_or_else(|| {
+                    invalid_params(
+                        "invalid requestState: it was altered, has expired, or belongs to another call or user",
+                    )
+                })?,
             None => InputResponses::default(),
         };
-        let call = identity;
+        // What earlier rounds used stays as it was.
+        for (key, answer) in call.input_responses.into_iter().flatten() {
+            answers.entry(key.clone()).or_insert_with(|| answer.clone());
+        }
         let round = Arc::new(InputRound::new(answers));
         let ctx = self
             .context(context)
             .await?
             .with_input_round(Arc::clone(&round));
-        let Some(result) = self
-            .registry
-            .call_tool(ctx, &request.name, request.arguments.clone())
-            .await
-        else {
-            return Err(invalid_params(format!("unknown tool: {}", request.name)));
-        };
-        match round.unanswered() {
-            None => Ok(result.into()),
-            Some(asked) => {
+        let result = run(ctx).await;
+        match round.outcome(identity()) {
+            RoundOutcome::Complete => result.map(Rounded::Complete),
+            RoundOutcome::Unreadable(problem) => Err(invalid_params(problem)),
+            RoundOutcome::NeedsInput { asked, state } => {
                 let state = self
                     .round_states
-                    .seal(&call(), &user_key, self.sampling_timeout)
+                    .seal(&state, &user_key, self.sampling_timeout)
                     .map_err(|e| ErrorData::internal_error(e, None))?;
-                Ok(input_required(asked, state).into())
+                Ok(Rounded::InputRequired(input_required(asked, state)))
             }
         }
     }
+
+    async fn run_tool(&self, ctx: Context, name: &str, arguments: Option<JsonObject>) -> ToolReply {
+        self.registry
+            .call_tool(ctx, name, arguments)
+            .await
+            .unwrap_or_else(|| Err(invalid_params(format!("unknown tool: {name}"))))
+    }
+
+    async fn run_prompt(
+        &self,
+        ctx: Context,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<GetPromptResult, ErrorData> {
+        match self.registry.get_prompt(ctx, name, arguments).await {
+            None => Err(invalid_params(format!("unknown prompt: {name}"))),
+            Some(Err(error)) => Err(invalid_params(error.0)),
+            Some(Ok(messages)) => {
+                let mut result = GetPromptResult::new(messages);
+                result.description = self
+                    .registry
+                    .prompt(name)
+                    .map(|p| p.description.to_string());
+                Ok(result)
+            }
+        }
+    }
+}
+
+/// A call that may take rounds: what it names, and what the client brought back.
+struct CallOf<'a> {
+    method: &'static str,
+    name: &'a str,
+    arguments: Option<&'a JsonObject>,
+    request_state: Option<&'a str>,
+    input_responses: Option<&'a InputResponses>,
+}
+
+impl CallOf<'_> {
+    /// What a sealed state names as the call's target: `tools/call summarize`.
+    fn target(&self) -> String {
+        format!("{} {}", self.method, self.name)
+    }
+}
+
+/// What one round of a call came to.
+enum Rounded<T> {
+    /// The handler's result.
+    Complete(T),
+    /// What the handler still needs from the client.
+    InputRequired(InputRequiredResult),
 }
 
 /// What a resources/list cursor holds: where the application's next page starts. Sealed with
@@ -415,18 +473,25 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if is_stateless(&context) {
-            return self.call_tool_in_rounds(request, &context).await;
+        if !is_stateless(&context) {
+            let ctx = self.context(&context).await?;
+            return self
+                .run_tool(ctx, &request.name, request.arguments)
+                .await
+                .map(Into::into);
         }
-        let ctx = self.context(&context).await?;
-        match self
-            .registry
-            .call_tool(ctx, &request.name, request.arguments)
-            .await
-        {
-            Some(result) => Ok(result.into()),
-            None => Err(invalid_params(format!("unknown tool: {}", request.name))),
-        }
+        let call = CallOf {
+            method: "tools/call",
+            name: &request.name,
+            arguments: request.arguments.as_ref(),
+            request_state: request.request_state.as_deref(),
+            input_responses: request.input_responses.as_ref(),
+        };
+        let run = |ctx| self.run_tool(ctx, &request.name, request.arguments.clone());
+        Ok(match self.in_rounds(&context, call, run).await? {
+            Rounded::Complete(result) => result.into(),
+            Rounded::InputRequired(asked) => asked.into(),
+        })
     }
 
     async fn list_resources(
@@ -548,23 +613,25 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let ctx = self.context(&context).await?;
-        match self
-            .registry
-            .get_prompt(ctx, &request.name, request.arguments)
-            .await
-        {
-            None => Err(invalid_params(format!("unknown prompt: {}", request.name))),
-            Some(Err(error)) => Err(invalid_params(error.0)),
-            Some(Ok(messages)) => {
-                let mut result = GetPromptResult::new(messages);
-                result.description = self
-                    .registry
-                    .prompt(&request.name)
-                    .map(|p| p.description.to_string());
-                Ok(result.into())
-            }
+        if !is_stateless(&context) {
+            let ctx = self.context(&context).await?;
+            return self
+                .run_prompt(ctx, &request.name, request.arguments)
+                .await
+                .map(Into::into);
         }
+        let call = CallOf {
+            method: "prompts/get",
+            name: &request.name,
+            arguments: request.arguments.as_ref(),
+            request_state: request.request_state.as_deref(),
+            input_responses: request.input_responses.as_ref(),
+        };
+        let run = |ctx| self.run_prompt(ctx, &request.name, request.arguments.clone());
+        Ok(match self.in_rounds(&context, call, run).await? {
+            Rounded::Complete(result) => result.into(),
+            Rounded::InputRequired(asked) => asked.into(),
+        })
     }
 
     async fn complete(

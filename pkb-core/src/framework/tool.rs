@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
+use rmcp::model::{CallToolResult, ContentBlock, ErrorCode, ErrorData, JsonObject};
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::args::{ArgSpec, InvalidArguments};
-use super::context::Context;
+use super::context::{ClientRequestError, Context};
 
 /// The four behaviour hints every tool states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +24,11 @@ pub struct Annotations {
 }
 
 /// The generated entry point of a tool: validates, calls the fn, shapes the result.
-pub type ToolCallFn = fn(Context, Option<JsonObject>) -> BoxFuture<'static, CallToolResult>;
+pub type ToolCallFn = fn(Context, Option<JsonObject>) -> BoxFuture<'static, ToolReply>;
+
+/// What a call of a tool comes to: its result (an `isError` one too), or the protocol error
+/// the call is refused with (a client capability it needs and the client lacks).
+pub type ToolReply = Result<CallToolResult, ErrorData>;
 
 /// A tool, as declared by one `#[pkb_tool]` fn.
 #[derive(Debug)]
@@ -48,11 +52,15 @@ pub struct ToolDef {
 }
 
 /// How a tool reports that it could not do what was asked: an `isError` result with one text
-/// item, which the model reads. Protocol errors are the framework's business, not a tool's.
+/// item, which the model reads. Protocol errors are the framework's business, not a tool's,
+/// with one exception: a tool that cannot work without a capability the client did not
+/// declare says so with [`ToolError::needs_client_capability`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ToolError {
     message: String,
+    /// The client capability the call needs and the client lacks.
+    missing_capability: Option<&'static str>,
 }
 
 impl ToolError {
@@ -60,12 +68,36 @@ impl ToolError {
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
+            missing_capability: None,
+        }
+    }
+
+    /// The call needs a capability the client did not declare (`"sampling"`,
+    /// `"elicitation"`, `"roots"`): it is refused with JSON-RPC error -32021, whose data names
+    /// the capability, as the MCP specification asks.
+    pub fn needs_client_capability(capability: &'static str) -> Self {
+        Self {
+            message: format!("this tool needs the client's {capability} capability"),
+            missing_capability: Some(capability),
         }
     }
 
     /// The text the client will see.
     pub fn message(&self) -> &str {
         &self.message
+    }
+}
+
+/// A request to the client that failed fails the tool: a capability the client lacks as
+/// [`ToolError::needs_client_capability`], anything else with its text.
+impl From<ClientRequestError> for ToolError {
+    fn from(error: ClientRequestError) -> Self {
+        match error {
+            ClientRequestError::Unsupported(capability) => {
+                Self::needs_client_capability(capability)
+            }
+            other => Self::new(other.to_string()),
+        }
     }
 }
 
@@ -210,25 +242,69 @@ pub fn output_schema_of<R: ToolReturn>() -> Option<Arc<JsonObject>> {
 }
 
 /// Shapes a handler's result: its output as [`ToolOutput`] makes it, or a tool error.
-pub fn tool_reply<R: ToolReturn>(
-    result: R,
-    text: Option<fn(&R::Output) -> String>,
-) -> CallToolResult {
+pub fn tool_reply<R: ToolReturn>(result: R, text: Option<fn(&R::Output) -> String>) -> ToolReply {
     match result.into_result() {
-        Err(error) => tool_error(error.message),
+        Err(ToolError {
+            missing_capability: Some(capability),
+            ..
+        }) => Err(missing_client_capability(capability)),
+        Err(error) => Ok(tool_error(error.message)),
         Ok(output) => {
             let text = text.map(|text| text(&output));
-            output.into_call_result(text)
+            Ok(output.into_call_result(text))
         }
     }
 }
 
+/// JSON-RPC error -32021, naming `capability` in its data as a `ClientCapabilities` object
+/// (`{"sampling": {}}`), as rmcp's own refusals do.
+fn missing_client_capability(capability: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        "Missing required client capability",
+        Some(serde_json::json!({ "requiredCapabilities": { capability: {} } })),
+    )
+}
+
 /// The result of a call whose arguments broke the schema: the handler never ran.
-pub fn tool_invalid(invalid: InvalidArguments) -> CallToolResult {
-    tool_error(invalid.to_string())
+pub fn tool_invalid(invalid: InvalidArguments) -> ToolReply {
+    Ok(tool_error(invalid.to_string()))
 }
 
 /// An `isError` result with one text item and no structured content.
 pub fn tool_error(message: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(result: Result<Contents, ToolError>) -> ToolReply {
+        tool_reply(result, None)
+    }
+
+    #[test]
+    fn a_missing_client_capability_refuses_the_call_with_32021() {
+        let refused = reply(Err(ClientRequestError::Unsupported("sampling").into()))
+            .expect_err("a protocol error");
+        assert_eq!(refused.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        assert_eq!(
+            refused.data,
+            Some(serde_json::json!({"requiredCapabilities": {"sampling": {}}}))
+        );
+    }
+
+    #[test]
+    fn other_failures_of_the_client_are_tool_errors() {
+        let failed = reply(Err(
+            ClientRequestError::Failed("the client hung up".into()).into()
+        ))
+        .expect("a result");
+        assert_eq!(failed.is_error, Some(true));
+        assert_eq!(
+            failed.content[0].as_text().map(|t| t.text.as_str()),
+            Some("the client hung up")
+        );
+    }
 }

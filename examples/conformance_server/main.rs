@@ -9,6 +9,8 @@
 // deprecated for the stateless 2026-07-28 one.
 #![allow(deprecated)]
 
+mod input_rounds;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,7 +30,7 @@ const IMAGE: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP
 /// A silent WAV, base64.
 const AUDIO: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA=";
 /// How long the fixtures wait for the client's model or user.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The pause between a fixture's notifications, as the suite asks.
 const PAUSE: Duration = Duration::from_millis(50);
 
