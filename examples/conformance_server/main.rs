@@ -123,6 +123,17 @@ async fn test_logging_tool(ctx: &Context) -> Result<Contents, ToolError> {
     Ok(Contents::text("Logging tool completed"))
 }
 
+/// Names the region a call is for, which also travels in the `Mcp-Param-Region` header, so a
+/// gateway can route on it (SEP-2243); the server checks that the two agree.
+#[pkb_tool(read_only)]
+async fn test_header_region(
+    /// The region the call is for.
+    #[arg(header = "Region", max_len = 100)]
+    region: String,
+) -> Result<Contents, ToolError> {
+    Ok(Contents::text(format!("region: {region}")))
+}
+
 /// Asks the client's model to answer a prompt.
 #[pkb_tool(read_only, open_world)]
 async fn test_sampling(

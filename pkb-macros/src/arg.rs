@@ -22,6 +22,8 @@ pub enum DefaultValue {
 pub struct ArgRules {
     /// The argument's name in the schema and the call, when not the Rust identifier's.
     pub name: Option<Rule<String>>,
+    /// The HTTP header (`Mcp-Param-{header}`) that mirrors the argument (SEP-2243).
+    pub header: Option<Rule<String>>,
     pub trim: Option<Rule<()>>,
     pub single_line: Option<Rule<()>>,
     pub min_len: Option<Rule<u64>>,
@@ -41,6 +43,7 @@ impl ArgRules {
         use syn::spanned::Spanned;
         [
             self.name.as_ref().map(|r| r.span),
+            self.header.as_ref().map(|r| r.span),
             self.trim.as_ref().map(|r| r.span),
             self.single_line.as_ref().map(|r| r.span),
             self.min_len.as_ref().map(|r| r.span),
@@ -62,7 +65,7 @@ impl ArgRules {
     }
 }
 
-const ARG_KEYS: &str = "`name`, `default`, `trim`, `single_line`, `min_len`, `max_len`, `min_items`, `max_items`, `item_min_len`, `item_max_len`, `min`, `max`";
+const ARG_KEYS: &str = "`name`, `header`, `default`, `trim`, `single_line`, `min_len`, `max_len`, `min_items`, `max_items`, `item_min_len`, `item_max_len`, `min`, `max`";
 
 /// Parses every `#[arg(...)]` attribute in `attrs`, collecting errors.
 pub fn parse(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> ArgRules {
@@ -93,6 +96,7 @@ pub fn parse(attrs: &[Attribute], errors: &mut Vec<syn::Error>) -> ArgRules {
             }
             match key.as_str() {
                 "name" => once!(rules.name, wire_name(&meta)?),
+                "header" => once!(rules.header, header_name(&meta)?),
                 "trim" => once!(rules.trim, ()),
                 "single_line" => once!(rules.single_line, ()),
                 "min_len" => once!(rules.min_len, count(&meta)?),
@@ -177,6 +181,22 @@ fn wire_name(meta: &syn::meta::ParseNestedMeta) -> syn::Result<String> {
         return Err(syn::Error::new(
             lit.span(),
             "argument names are 1 to 128 characters of ASCII letters, digits, `_`, `-` and `.`",
+        ));
+    }
+    Ok(name)
+}
+
+/// `header = "Region"`: the argument also travels as the HTTP header `Mcp-Param-Region`, so
+/// gateways can route on it without reading the body. A header name is an HTTP token.
+fn header_name(meta: &syn::meta::ParseNestedMeta) -> syn::Result<String> {
+    let lit: syn::LitStr = meta.value()?.parse()?;
+    let name = lit.value();
+    // RFC 9110's `tchar`.
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Err(syn::Error::new(
+            lit.span(),
+            "a header name is an HTTP token: ASCII letters, digits and any of !#$%&'*+-.^_`|~, such as \"Region\"",
         ));
     }
     Ok(name)

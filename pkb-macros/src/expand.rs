@@ -219,6 +219,12 @@ pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
     };
     let description = description(&handler, attr.description.as_ref(), "prompt", &mut errors);
     check_argument_docs(&handler, &mut errors);
+    for header in handler.arguments().filter_map(|a| a.rules.header.as_ref()) {
+        errors.push(syn::Error::new(
+            header.span,
+            "`header` applies to tool arguments: a prompt's arguments do not travel in HTTP headers",
+        ));
+    }
     let name = registered_name(&handler, attr.name.as_ref(), &mut errors);
     let ret = return_type(
         &handler,
@@ -330,6 +336,7 @@ fn description(
 
 fn check_argument_docs(handler: &Handler, errors: &mut Vec<syn::Error>) {
     let mut seen = Vec::new();
+    let mut seen_headers = Vec::new();
     for argument in handler.arguments() {
         let name = wire_name(argument);
         if seen.contains(&name) {
@@ -346,6 +353,19 @@ fn check_argument_docs(handler: &Handler, errors: &mut Vec<syn::Error>) {
             ));
         }
         seen.push(name);
+        if let Some(header) = &argument.rules.header {
+            let folded = header.value.to_ascii_lowercase();
+            if seen_headers.contains(&folded) {
+                errors.push(syn::Error::new(
+                    header.span,
+                    format!(
+                        "two arguments travel in the header `Mcp-Param-{}` (header names ignore case): give one another `header`",
+                        header.value
+                    ),
+                ));
+            }
+            seen_headers.push(folded);
+        }
         if argument.doc.is_none() {
             errors.push(syn::Error::new(
                 argument.ident.span(),
@@ -532,9 +552,11 @@ fn arg_specs(handler: &Handler) -> Vec<TokenStream> {
                     })
                 }
             };
+            let header = option_str(rules.header.as_ref().map(|rule| rule.value.clone()));
             quote! {
                 __pkb::ArgSpec {
                     name: #name,
+                    header: #header,
                     description: #description,
                     rules: __pkb::ArgRules {
                         trim: #trim,
@@ -614,6 +636,7 @@ fn argument_checks(handler: &Handler, usage: ArgumentUse, ret: &Type) -> TokenSt
             rules.item_max_len.as_ref().map(|r| r.span),
             "assert_has_string_items",
         );
+        rule_check(rules.header.as_ref().map(|r| r.span), "assert_header_value");
         rule_check(rules.min.as_ref().map(|r| r.span), "assert_is_number");
         rule_check(rules.max.as_ref().map(|r| r.span), "assert_is_number");
     }

@@ -38,6 +38,9 @@ pub struct ArgRules {
 pub struct ArgSpec {
     /// The JSON property name.
     pub name: &'static str,
+    /// The HTTP header that mirrors the argument over Streamable HTTP (`Mcp-Param-{header}`,
+    /// SEP-2243), stated in the schema as `x-mcp-header`.
+    pub header: Option<&'static str>,
     /// The doc comment of the argument.
     pub description: &'static str,
     /// The declared constraints.

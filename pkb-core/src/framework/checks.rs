@@ -69,6 +69,19 @@ macro_rules! numbers {
 }
 numbers!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
 
+/// Types an HTTP header can carry: strings, integers and booleans (SEP-2243).
+#[diagnostic::on_unimplemented(
+    message = "`header` applies to `String`, integer and `bool` arguments, not to `{Self}`",
+    label = "a header carries a string, an integer or a boolean"
+)]
+pub trait HeaderValue {}
+impl HeaderValue for String {}
+impl HeaderValue for bool {}
+macro_rules! header_integers {
+    ($($t:ty),*) => { $(impl HeaderValue for $t {})* };
+}
+header_integers!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+
 /// Prompt arguments are strings on the wire.
 #[diagnostic::on_unimplemented(
     message = "prompt arguments are strings: use `String`, not `{Self}`",
@@ -99,6 +112,8 @@ pub fn assert_has_items<T: HasItems>() {}
 pub fn assert_has_string_items<T: HasStringItems>() {}
 /// Checks that `T` takes number rules.
 pub fn assert_is_number<T: IsNumber>() {}
+/// Checks that `T` can travel in a header.
+pub fn assert_header_value<T: HeaderValue>() {}
 /// Checks that `T` can be a prompt argument.
 pub fn assert_prompt_argument<T: PromptArgumentType>() {}
 /// Checks that `T` can hold a template variable.

@@ -29,6 +29,9 @@ pub fn input_schema(specs: &[ArgSpec]) -> Arc<JsonObject> {
             }
         };
         property.insert("description".into(), json!(spec.description));
+        if let Some(header) = spec.header {
+            property.insert("x-mcp-header".into(), json!(header));
+        }
         let rules = &spec.rules;
         let list = property.get("type") == Some(&json!("array"));
         let mut set = |key: &str, value: Option<Value>| {

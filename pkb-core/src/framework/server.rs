@@ -16,7 +16,7 @@ use rmcp::model::{
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptsCapability,
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     Reference, ResourceContents, ResourcesCapability, ServerCapabilities, SetLevelRequestParams,
-    SubscribeRequestParams, SubscriptionFilter, ToolsCapability, UnsubscribeRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, ToolsCapability, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{Peer, RoleServer, ServerHandler};
@@ -466,6 +466,11 @@ impl ServerHandler for McpServer {
         Ok(ListToolsResult::with_all_items(
             self.registry.tools().cloned().collect(),
         ))
+    }
+
+    // rmcp checks a call's `Mcp-Param-*` headers against the tool's `x-mcp-header`s.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.registry.tool_description(name).cloned()
     }
 
     async fn call_tool(
