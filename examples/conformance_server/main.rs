@@ -23,6 +23,8 @@ use rmcp::model::{
     ContentBlock, CreateMessageRequestParams, ElicitationSchema, LoggingLevel, PromptMessage,
     ResourceContents, Role, SamplingMessage,
 };
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 /// A 1x1 red PNG, base64.
@@ -132,6 +134,69 @@ async fn test_header_region(
     region: String,
 ) -> Result<Contents, ToolError> {
     Ok(Contents::text(format!("region: {region}")))
+}
+
+/// A postal address, a definition of its own in the input schema.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "address", extend("$anchor" = "addressDef"))]
+struct Address {
+    street: Option<String>,
+    city: Option<String>,
+}
+
+/// How to reach someone.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum ContactMethod {
+    Phone,
+    Email,
+}
+
+/// A phone number or an email address, whichever the contact method names: rules across
+/// arguments, stated as JSON Schema 2020-12 keywords and enforced before the fn runs.
+fn contact_rules() -> serde_json::Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "allOf": [{ "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }],
+        "if": {
+            "properties": { "contactMethod": { "const": "phone" } },
+            "required": ["contactMethod"]
+        },
+        "then": { "required": ["phone"] },
+        "else": { "required": ["email"] }
+    })
+}
+
+/// Tool with JSON Schema 2020-12 features
+#[pkb_tool(read_only, extend_schema = contact_rules)]
+async fn json_schema_2020_12_tool(
+    /// The contact's name.
+    #[arg(default, max_len = 200)]
+    name: String,
+    /// Where they live.
+    #[arg(default)]
+    address: Option<Address>,
+    /// How to reach them.
+    #[arg(name = "contactMethod", default)]
+    contact_method: Option<ContactMethod>,
+    /// Their phone number.
+    #[arg(default, max_len = 50)]
+    phone: String,
+    /// Their email address.
+    #[arg(default, max_len = 320)]
+    email: String,
+) -> Result<Contents, ToolError> {
+    // The schema's rules saw to it that the one the method names was given.
+    let reach = match contact_method {
+        Some(ContactMethod::Phone) => phone,
+        Some(ContactMethod::Email) => email,
+        None if email.is_empty() => phone,
+        None => email,
+    };
+    let place = address
+        .and_then(|a| a.city.or(a.street))
+        .unwrap_or_else(|| "nowhere".into());
+    Ok(Contents::text(format!("{name} of {place}: {reach}")))
 }
 
 /// Asks the client's model to answer a prompt.

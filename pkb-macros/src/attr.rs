@@ -24,6 +24,9 @@ pub struct ToolAttr {
     pub idempotent: Option<Spanned<bool>>,
     pub open_world: Option<Spanned<bool>>,
     pub text: Option<Path>,
+    /// `extend_schema = path`: a `fn() -> serde_json::Value` giving keywords added to the
+    /// input schema, and enforced with it.
+    pub extend_schema: Option<Path>,
 }
 
 /// Arguments of `#[pkb_resource(...)]`.
@@ -52,7 +55,7 @@ pub struct PromptAttr {
     pub complete: Vec<(Ident, Path)>,
 }
 
-const TOOL_KEYS: &str = "`crate`, `name`, `title`, `description`, `read_only`, `destructive`, `idempotent`, `open_world`, `text`";
+const TOOL_KEYS: &str = "`crate`, `name`, `title`, `description`, `read_only`, `destructive`, `idempotent`, `open_world`, `text`, `extend_schema`";
 const RESOURCE_KEYS: &str =
     "`crate`, `uri`, `name`, `title`, `description`, `mime_type`, `complete`";
 const PROMPT_KEYS: &str = "`crate`, `name`, `title`, `description`, `complete`";
@@ -74,6 +77,10 @@ pub fn parse_tool(args: TokenStream, errors: &mut Vec<syn::Error>) -> ToolAttr {
             "text" => {
                 let path: Path = meta.value()?.parse()?;
                 set_once(&mut attr.text, &meta, &key, path)
+            }
+            "extend_schema" => {
+                let path: Path = meta.value()?.parse()?;
+                set_once(&mut attr.extend_schema, &meta, &key, path)
             }
             _ => Err(unknown(&meta, &key, "pkb_tool", TOOL_KEYS)),
         }

@@ -59,6 +59,15 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
         },
         None => quote!(::core::option::Option::None),
     };
+    let extend_schema = match &attr.extend_schema {
+        Some(path) => quote_spanned! {path.span()=>
+            {
+                let __extend: fn() -> __pkb::Value = #path;
+                ::core::option::Option::Some(__extend)
+            }
+        },
+        None => quote!(::core::option::Option::None),
+    };
     let output_schema = quote_spanned! {ret.span()=> __pkb::output_schema_of::<#ret>};
     let item = &handler.item;
     let krate = crate_path(attr.krate.as_ref());
@@ -94,6 +103,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
                     open_world: #open_world,
                 },
                 output_schema: #output_schema,
+                extend_schema: #extend_schema,
                 call: __pkb_call,
             };
             __pkb::inventory::submit! { __pkb::ToolRegistration(&__PKB_TOOL) }

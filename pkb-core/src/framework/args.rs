@@ -70,7 +70,7 @@ pub struct InvalidArguments {
 }
 
 impl InvalidArguments {
-    fn push(&mut self, field: impl Into<String>, rule: impl Into<String>) {
+    pub(crate) fn push(&mut self, field: impl Into<String>, rule: impl Into<String>) {
         self.problems.push((field.into(), rule.into()));
     }
 

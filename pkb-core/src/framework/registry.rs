@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -10,12 +11,14 @@ use rmcp::model::{
     JsonObject, Prompt, PromptArgument, PromptMessage, Resource, ResourceTemplate, Tool,
     ToolAnnotations,
 };
+use serde_json::Value;
 
+use super::args::InvalidArguments;
 use super::context::Context;
 use super::prompt::{PromptDef, PromptError};
 use super::resource::{ResourceBody, ResourceDef, ResourceError};
-use super::schema::input_schema;
-use super::tool::{ToolDef, ToolReply, tool_error};
+use super::schema::{extend_schema, input_schema};
+use super::tool::{ToolDef, ToolReply, tool_error, tool_invalid};
 
 /// A completion provider: the context and the typed prefix, to at most 100 values.
 pub type CompleteFn = fn(Context, String) -> BoxFuture<'static, Vec<String>>;
@@ -40,17 +43,38 @@ inventory::collect!(ToolRegistration);
 inventory::collect!(ResourceRegistration);
 inventory::collect!(PromptRegistration);
 
-/// Two declarations with one name: a build mistake, reported at startup.
+/// A mistake in the declarations, reported when the registry is built (at startup).
 #[derive(Debug, thiserror::Error)]
-#[error("two {kind}s are named `{name}`: rename one with `name = \"...\"`")]
-pub struct DuplicateName {
-    kind: &'static str,
-    name: String,
+pub enum RegistryError {
+    /// Two declarations of one kind share a name.
+    #[error("two {kind}s are named `{name}`: rename one with `name = \"...\"`")]
+    DuplicateName {
+        /// `tool`, `resource` or `prompt`.
+        kind: &'static str,
+        /// The name.
+        name: String,
+    },
+    /// A tool's `extend_schema` does not make a usable JSON Schema.
+    #[error("the input schema of tool `{tool}` is unusable: {problem}")]
+    UnusableSchema {
+        /// The tool.
+        tool: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// One tool: its definition, its MCP description, and the validator of its whole input schema
+/// when `extend_schema` added rules the argument specs do not enforce themselves.
+struct RegisteredTool {
+    def: &'static ToolDef,
+    tool: Tool,
+    schema_rules: Option<jsonschema::Validator>,
 }
 
 /// Every registered tool, resource and prompt.
 pub struct Registry {
-    tools: BTreeMap<&'static str, (&'static ToolDef, Tool)>,
+    tools: BTreeMap<&'static str, RegisteredTool>,
     resources: Vec<&'static ResourceDef>,
     prompts: BTreeMap<&'static str, &'static PromptDef>,
 }
@@ -71,7 +95,7 @@ pub struct Completion {
 
 impl Registry {
     /// Collects what every linked crate declared.
-    pub fn collect() -> Result<Self, DuplicateName> {
+    pub fn collect() -> Result<Self, RegistryError> {
         Self::from_defs(
             inventory::iter::<ToolRegistration>.into_iter().map(|r| r.0),
             inventory::iter::<ResourceRegistration>
@@ -86,7 +110,7 @@ impl Registry {
     /// Collects what linked crates declared in `module` or the modules inside it, such as
     /// `"my_server"` or `"my_server::fixtures"`: a server that serves only its own
     /// declarations, whatever else is linked.
-    pub fn collect_from(module: &str) -> Result<Self, DuplicateName> {
+    pub fn collect_from(module: &str) -> Result<Self, RegistryError> {
         let inside = |declared: &str| {
             declared
                 .strip_prefix(module)
@@ -113,7 +137,7 @@ impl Registry {
         tools: impl IntoIterator<Item = &'static ToolDef>,
         resources: impl IntoIterator<Item = &'static ResourceDef>,
         prompts: impl IntoIterator<Item = &'static PromptDef>,
-    ) -> Result<Self, DuplicateName> {
+    ) -> Result<Self, RegistryError> {
         let mut registry = Self {
             tools: BTreeMap::new(),
             resources: Vec::new(),
@@ -122,10 +146,10 @@ impl Registry {
         for def in tools {
             if registry
                 .tools
-                .insert(def.name, (def, describe_tool(def)))
+                .insert(def.name, register_tool(def)?)
                 .is_some()
             {
-                return Err(DuplicateName {
+                return Err(RegistryError::DuplicateName {
                     kind: "tool",
                     name: def.name.into(),
                 });
@@ -137,7 +161,7 @@ impl Registry {
                 .iter()
                 .any(|r| r.uri == def.uri || r.name == def.name)
             {
-                return Err(DuplicateName {
+                return Err(RegistryError::DuplicateName {
                     kind: "resource",
                     name: def.name.into(),
                 });
@@ -147,7 +171,7 @@ impl Registry {
         registry.resources.sort_by_key(|r| r.uri);
         for def in prompts {
             if registry.prompts.insert(def.name, def).is_some() {
-                return Err(DuplicateName {
+                return Err(RegistryError::DuplicateName {
                     kind: "prompt",
                     name: def.name.into(),
                 });
@@ -158,17 +182,17 @@ impl Registry {
 
     /// The tools as MCP describes them, sorted by name.
     pub fn tools(&self) -> impl Iterator<Item = &Tool> {
-        self.tools.values().map(|(_, tool)| tool)
+        self.tools.values().map(|registered| &registered.tool)
     }
 
     /// One tool's definition.
     pub fn tool(&self, name: &str) -> Option<&'static ToolDef> {
-        self.tools.get(name).map(|(def, _)| *def)
+        self.tools.get(name).map(|registered| registered.def)
     }
 
     /// One tool as MCP describes it.
     pub fn tool_description(&self, name: &str) -> Option<&Tool> {
-        self.tools.get(name).map(|(_, tool)| tool)
+        self.tools.get(name).map(|registered| &registered.tool)
     }
 
     /// Runs a tool. `None` when no tool has that name. A panic in the handler becomes an
@@ -179,7 +203,13 @@ impl Registry {
         name: &str,
         arguments: Option<JsonObject>,
     ) -> Option<ToolReply> {
-        let def = self.tool(name)?;
+        let registered = self.tools.get(name)?;
+        let def = registered.def;
+        if let Some(rules) = &registered.schema_rules
+            && let Err(invalid) = schema_violations(rules, arguments.as_ref())
+        {
+            return Some(tool_invalid(invalid));
+        }
         let call = AssertUnwindSafe((def.call)(ctx, arguments)).catch_unwind();
         Some(call.await.unwrap_or_else(|_| {
             tracing::error!(tool = def.name, "tool handler panicked");
@@ -333,14 +363,61 @@ pub enum CompletionTarget<'a> {
     ResourceTemplate(&'a str),
 }
 
-fn describe_tool(def: &ToolDef) -> Tool {
+/// A tool as the registry holds it, with its schema extended and compiled when it has an
+/// extension.
+fn register_tool(def: &'static ToolDef) -> Result<RegisteredTool, RegistryError> {
+    let unusable = |problem: String| RegistryError::UnusableSchema {
+        tool: def.name,
+        problem,
+    };
+    let derived = input_schema(def.args);
+    let (schema, schema_rules) = match def.extend_schema {
+        None => (derived, None),
+        Some(extension) => {
+            let extended = extend_schema(&derived, extension()).map_err(unusable)?;
+            let rules = jsonschema::draft202012::new(&Value::Object(extended.clone()))
+                .map_err(|error| unusable(error.to_string()))?;
+            (Arc::new(extended), Some(rules))
+        }
+    };
+    Ok(RegisteredTool {
+        def,
+        tool: describe_tool(def, schema),
+        schema_rules,
+    })
+}
+
+/// Every way `arguments` break the whole input schema of a tool with an extension, named by
+/// where they are (`address.city`, or `arguments` for the call as a whole). The messages do
+/// not quote the values.
+fn schema_violations(
+    rules: &jsonschema::Validator,
+    arguments: Option<&JsonObject>,
+) -> Result<(), InvalidArguments> {
+    let instance = Value::Object(arguments.cloned().unwrap_or_default());
+    let mut invalid = InvalidArguments::default();
+    for error in rules.iter_errors(&instance) {
+        let path = error.instance_path().to_string();
+        let field = match path.trim_start_matches('/') {
+            "" => "arguments".to_owned(),
+            inner => inner.replace('/', "."),
+        };
+        invalid.push(field, error.masked().to_string());
+    }
+    if invalid.problems().is_empty() {
+        Ok(())
+    } else {
+        Err(invalid)
+    }
+}
+
+fn describe_tool(def: &ToolDef, input_schema: Arc<JsonObject>) -> Tool {
     let annotations = ToolAnnotations::new()
         .read_only(def.annotations.read_only)
         .destructive(def.annotations.destructive)
         .idempotent(def.annotations.idempotent)
         .open_world(def.annotations.open_world);
-    let mut tool =
-        Tool::new(def.name, def.description, input_schema(def.args)).with_annotations(annotations);
+    let mut tool = Tool::new(def.name, def.description, input_schema).with_annotations(annotations);
     if let Some(schema) = (def.output_schema)() {
         tool = tool.with_raw_output_schema(schema);
     }

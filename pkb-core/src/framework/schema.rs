@@ -85,6 +85,56 @@ pub fn input_schema(specs: &[ArgSpec]) -> Arc<JsonObject> {
     Arc::new(schema)
 }
 
+/// The keywords of the schema derived from the arguments, which an extension cannot restate.
+const DERIVED_KEYWORDS: [&str; 4] = ["type", "properties", "required", "additionalProperties"];
+
+/// The dialect every input schema is written in.
+pub const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// `schema` (derived from the arguments) with the keywords of `extension` added: the
+/// cross-argument rules a tool states with `extend_schema` (`allOf`, `if`/`then`/`else`,
+/// more `$defs`). Refused when it is not an object, restates what the arguments derive, names a
+/// definition twice, or names another dialect than 2020-12.
+pub fn extend_schema(schema: &JsonObject, extension: Value) -> Result<JsonObject, String> {
+    let Value::Object(extension) = extension else {
+        return Err("the extension is not a JSON object".into());
+    };
+    let mut extended = schema.clone();
+    for (keyword, value) in extension {
+        if DERIVED_KEYWORDS.contains(&keyword.as_str()) {
+            return Err(format!(
+                "`{keyword}` comes from the fn's arguments; state it with `#[arg(...)]`, not in the extension"
+            ));
+        }
+        match (keyword.as_str(), value) {
+            ("$schema", value) if value != json!(DRAFT_2020_12) => {
+                return Err(format!(
+                    "`$schema` must be {DRAFT_2020_12}, as MCP requires"
+                ));
+            }
+            ("$defs", Value::Object(definitions)) => {
+                let derived = extended
+                    .entry("$defs")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                let Value::Object(derived) = derived else {
+                    unreachable!("the derived `$defs` is an object");
+                };
+                for (name, definition) in definitions {
+                    if derived.insert(name.clone(), definition).is_some() {
+                        return Err(format!(
+                            "`$defs.{name}` is also the definition of an argument's type"
+                        ));
+                    }
+                }
+            }
+            (keyword, value) => {
+                extended.insert(keyword.to_owned(), value);
+            }
+        }
+    }
+    Ok(extended)
+}
+
 /// What `single_line` forbids, as an ECMA-262 pattern: the C0 and C1 control characters and
 /// DEL (what `char::is_control` rejects), the line and paragraph separators, and the
 /// bidirectional overrides and isolates. That a value must hold a visible character (see
@@ -99,5 +149,62 @@ fn number(n: f64) -> Value {
         json!(n as i64)
     } else {
         json!(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn derived() -> JsonObject {
+        let schema = json!({
+            "type": "object",
+            "properties": { "a": { "type": "string" } },
+            "required": [],
+            "additionalProperties": false,
+            "$defs": { "Kind": { "type": "string" } }
+        });
+        schema.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn an_extension_adds_keywords_and_definitions() {
+        let extended = extend_schema(
+            &derived(),
+            json!({
+                "$schema": DRAFT_2020_12,
+                "allOf": [{ "required": ["a"] }],
+                "$defs": { "address": { "$anchor": "addressDef" } }
+            }),
+        )
+        .unwrap();
+        assert_eq!(extended["allOf"], json!([{ "required": ["a"] }]));
+        assert_eq!(extended["$defs"]["address"]["$anchor"], "addressDef");
+        assert_eq!(extended["$defs"]["Kind"], json!({ "type": "string" }));
+        assert_eq!(extended["$schema"], DRAFT_2020_12);
+    }
+
+    #[test]
+    fn an_extension_cannot_restate_or_clash_with_what_the_arguments_derive() {
+        for (extension, problem) in [
+            (json!([1]), "not a JSON object"),
+            (
+                json!({ "properties": {} }),
+                "`properties` comes from the fn's arguments",
+            ),
+            (json!({ "required": ["a"] }), "`required` comes from"),
+            (
+                json!({ "additionalProperties": true }),
+                "`additionalProperties` comes",
+            ),
+            (json!({ "$defs": { "Kind": {} } }), "`$defs.Kind` is also"),
+            (
+                json!({ "$schema": "http://json-schema.org/draft-07/schema#" }),
+                "`$schema` must be",
+            ),
+        ] {
+            let error = extend_schema(&derived(), extension).unwrap_err();
+            assert!(error.contains(problem), "{error}");
+        }
     }
 }

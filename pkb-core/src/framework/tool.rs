@@ -47,6 +47,9 @@ pub struct ToolDef {
     pub annotations: Annotations,
     /// The output schema of the fn's success type, when its output is structured.
     pub output_schema: fn() -> Option<Arc<JsonObject>>,
+    /// Keywords added to the input schema derived from the arguments (`allOf`, `if`, ...),
+    /// which the registry enforces with the whole schema before the fn runs.
+    pub extend_schema: Option<fn() -> serde_json::Value>,
     /// Runs one call.
     pub call: ToolCallFn,
 }
