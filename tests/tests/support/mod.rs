@@ -187,21 +187,18 @@ macro_rules! both_transports {
     };
 }
 
-/// The `pkb-server` binary of this workspace, built once per test process.
+/// The `pkb-server` binary of this workspace, built once per test process as `cargo test
+/// --workspace` builds it (pkb-server's own tests need it): with the features of the whole
+/// workspace's tests. `cargo build -p pkb-server` would resolve them without the
+/// dev-dependencies' and rebuild half of the workspace; after `cargo test --workspace` this
+/// is a no-op.
 pub fn server_binary() -> PathBuf {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY
         .get_or_init(|| {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let status = std::process::Command::new(cargo)
-                .args([
-                    "build",
-                    "--quiet",
-                    "-p",
-                    "pkb-server",
-                    "--bin",
-                    "pkb-server",
-                ])
+                .args(["test", "--workspace", "--no-run", "--quiet"])
                 .status()
                 .expect("cargo runs");
             assert!(status.success(), "building pkb-server failed");
