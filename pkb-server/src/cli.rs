@@ -326,23 +326,37 @@ pub async fn check(store: &Store) -> ExitCode {
         Ok(notes) => print_out(&format!(
             "ok: {notes} notes; pages, search index and vocabulary are sound\n"
         )),
-        Err(error) => error_out(&error.to_string()),
+        Err(error) => store_error_out(&error.to_string(), &error),
     }
 }
 
 /// `pkb-server reindex`.
 pub async fn reindex(store: &Store) -> ExitCode {
     if let Err(error) = store.rebuild_indexes().await {
-        return error_out(&error.to_string());
+        return store_error_out(&error.to_string(), &error);
     }
     if let Err(error) = store.tidy_index().await {
-        return error_out(&format!("reindexed, but merging the index failed: {error}"));
+        let message = format!("reindexed, but merging the index failed: {error}");
+        return store_error_out(&message, &error);
     }
     match checked_count(store).await {
         Ok(notes) => print_out(&format!(
             "reindexed {notes} notes; the store checks sound\n"
         )),
-        Err(error) => error_out(&format!("reindexed, but the check failed: {error}")),
+        Err(error) => store_error_out(&format!("reindexed, but the check failed: {error}"), &error),
+    }
+}
+
+/// The exit status of a store that is busy rather than broken: `EX_TEMPFAIL` from
+/// sysexits.h, so a script can tell "try again" from "restore a backup".
+pub const EXIT_BUSY: u8 = 75;
+
+/// `message` on stderr, with [`EXIT_BUSY`] when `error` is a busy store and 1 otherwise.
+fn store_error_out(message: &str, error: &StoreError) -> ExitCode {
+    let _ = error_out(message);
+    match error {
+        StoreError::Busy { .. } => ExitCode::from(EXIT_BUSY),
+        _ => ExitCode::FAILURE,
     }
 }
 

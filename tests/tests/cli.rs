@@ -126,6 +126,35 @@ fn sigterm_stops_the_server_cleanly() {
 }
 
 #[test]
+fn check_calls_a_store_another_process_holds_locked_busy_not_damaged() {
+    let (_dir, path) = support::temp_store();
+    assert!(
+        pkb(&["--db", &path, "call", "fetch", r#"{"id": "todo"}"#])
+            .status
+            .success()
+    );
+    let holder = rusqlite::Connection::open(&path).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let output = pkb(&["--db", &path, "check"]);
+    holder.execute_batch("ROLLBACK").unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(75), "{stderr}");
+    assert!(
+        stderr.contains("is busy") && stderr.contains(&path),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("damaged") && !stderr.contains("backup"),
+        "a lock is no damage: {stderr}"
+    );
+    let output = pkb(&["--db", &path, "check"]);
+    assert!(
+        output.status.success(),
+        "once the lock is gone it checks sound"
+    );
+}
+
+#[test]
 fn check_finds_a_store_out_of_step_and_reindex_mends_it() {
     let (_dir, path) = support::temp_store();
     let created = pkb(&["--db", &path, "call", "fetch", r#"{"id": "todo"}"#]);

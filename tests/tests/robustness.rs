@@ -197,6 +197,32 @@ fn kill_9_during_writes_loses_no_answered_write() {
 }
 
 #[test]
+fn a_write_ahead_log_deleted_under_the_server_stops_writes_being_answered_saved() {
+    let (_dir, path) = support::temp_store();
+    let mut server = Server::start(&["--db", &path]);
+    let write =
+        |id: u64, title: &str| tool_call(id, "write", json!({"title": title, "body": "body"}));
+    server.send(&write(1, "Before"));
+    assert_ne!(server.answer()["result"]["isError"], true);
+    std::fs::remove_file(format!("{path}-wal")).expect("the server keeps a WAL");
+    for (id, title) in [(2, "After"), (3, "Later")] {
+        server.send(&write(id, title));
+        let answer = server.answer();
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.contains("write-ahead log") && text.contains("was deleted"),
+            "{text}"
+        );
+    }
+    drop(server);
+    // A restart opens a new log, and writes are durable again.
+    let mut server = Server::start(&["--db", &path]);
+    server.send(&write(4, "After"));
+    assert_ne!(server.answer()["result"]["isError"], true);
+}
+
+#[test]
 fn four_servers_on_one_store_write_and_search_side_by_side() {
     let (_dir, path) = support::temp_store();
     // Create and seed the store before the race, as a first window would.

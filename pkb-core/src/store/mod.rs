@@ -110,6 +110,17 @@ pub enum StoreError {
     /// The worker running the operation stopped before answering.
     #[error("note store task failed: {0}")]
     Unavailable(String),
+    /// Another connection held the store's write lock for longer than the wait allows (a
+    /// long write or a `reindex` in another process): a busy store, not a damaged one.
+    #[error(
+        "{store} is busy: another process held its write lock for more than 5 s (a long write or a reindex), so it could not {action}; nothing was changed: try again"
+    )]
+    Busy {
+        /// The store, as its location is shown.
+        store: String,
+        /// What could not be done.
+        action: String,
+    },
 }
 
 /// A note to save: the caller's fields, without timestamps.

@@ -25,6 +25,7 @@ mod rank_function;
 mod ranked;
 mod schema;
 mod terms;
+mod wal_watch;
 
 use self::change_watch::ChangeWatch;
 use self::group_commit::WriteQueue;
@@ -164,6 +165,8 @@ pub(super) struct SqliteBackend {
     requests: Arc<AtomicU64>,
     /// Notes read since the last commit, served without a query.
     cache: NoteCache,
+    /// Whether the write-ahead log commits go into is still the file at its path.
+    wal: wal_watch::WalWatch,
 }
 
 impl SqliteBackend {
@@ -238,9 +241,12 @@ impl SqliteBackend {
         // The file is ours or blank, and checked unless it is already in WAL mode: from here
         // on writing is fine. Switching to WAL writes the header, which is why it waits.
         let mode = enable_wal(&conn).map_err(|e| open_error(Box::new(e)))?;
-        if !mode.eq_ignore_ascii_case("wal") {
+        let wal = if mode.eq_ignore_ascii_case("wal") {
+            wal_watch::WalWatch::of(path)
+        } else {
             tracing::warn!(path = %path.display(), %mode, "WAL unavailable; readers will wait for writers");
-        }
+            wal_watch::WalWatch::none()
+        };
         configure_writer(&conn).map_err(|e| open_error(Box::new(e)))?;
 
         if state != FileState::Pkb(SCHEMA_VERSION) {
@@ -274,6 +280,7 @@ impl SqliteBackend {
             requests,
             changes: ChangeWatch::file(path, BUSY_TIMEOUT),
             cache: NoteCache::new(),
+            wal,
         };
         backend
             .allow_checkpoints(&lock(&backend.writer))
@@ -307,11 +314,12 @@ impl SqliteBackend {
             requests: Arc::default(),
             changes: ChangeWatch::OwnWrites(AtomicU64::new(0)),
             cache: NoteCache::new(),
+            wal: wal_watch::WalWatch::none(),
         })
     }
 
     /// Wraps an engine error with what was being done and where; SQLite's report of a damaged
-    /// file becomes [`StoreError::Corrupt`].
+    /// file becomes [`StoreError::Corrupt`], and a lock not got in time [`StoreError::Busy`].
     fn fail(&self, action: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
         move |e| match &self.path {
             Some(path) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
@@ -321,6 +329,16 @@ impl SqliteBackend {
                     reason: e.to_string(),
                 }
             }
+            _ if matches!(
+                e.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            ) =>
+            {
+                StoreError::Busy {
+                    store: self.label(),
+                    action: action.to_owned(),
+                }
+            }
             _ => StoreError::Backend {
                 context: match &self.path {
                     Some(path) => format!("cannot {action} in {}", path.display()),
@@ -328,6 +346,20 @@ impl SqliteBackend {
                 },
                 source: Box::new(e),
             },
+        }
+    }
+
+    /// Whether what is committed now is durable: the write-ahead log is still the file at its
+    /// path. Checked before a write is queued and after each commit, before it is answered.
+    fn durable(&self) -> rusqlite::Result<()> {
+        self.wal.check().map_err(|why| group_commit::aborted(&why))
+    }
+
+    /// The store as messages show it: its file, or the in-memory store.
+    fn label(&self) -> String {
+        match &self.path {
+            Some(path) => path.display().to_string(),
+            None => "the in-memory store".to_owned(),
         }
     }
 
@@ -393,6 +425,7 @@ impl SqliteBackend {
     {
         self.requests.fetch_add(1, Ordering::Relaxed);
         self.refuse_if_damaged()?;
+        self.durable().map_err(self.fail(action))?;
         self.wrote.store(true, Ordering::Relaxed);
         let slot = self.queue.push(f);
         loop {
@@ -410,8 +443,12 @@ impl SqliteBackend {
                 return Err(group_commit::aborted("the write was lost")).map_err(self.fail(action));
             }
             // Each write's result, the commit's failure included, is in its slot.
-            let _ =
-                group_commit::commit_group(&mut conn, group, |conn| self.allow_checkpoints(conn));
+            let _ = group_commit::commit_group(
+                &mut conn,
+                group,
+                |conn| self.allow_checkpoints(conn),
+                || self.durable(),
+            );
             self.changes.wrote();
         }
     }
@@ -436,6 +473,7 @@ impl SqliteBackend {
         f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
         self.refuse_if_damaged()?;
+        self.durable().map_err(self.fail(action))?;
         self.wrote.store(true, Ordering::Relaxed);
         let mut conn = lock(&self.writer);
         let run = |conn: &mut Connection| {
@@ -443,6 +481,7 @@ impl SqliteBackend {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let out = f(&tx)?;
             tx.commit()?;
+            self.durable()?;
             Ok(out)
         };
         let written = run(&mut conn);
@@ -1184,8 +1223,11 @@ impl NoteBackend for SqliteBackend {
                 [],
             )
         });
-        if let Err(e) = fts {
-            problems.push(format!("search index: {e}"));
+        match fts {
+            // Not getting the lock says nothing of the index.
+            Err(busy @ StoreError::Busy { .. }) => return Err(busy),
+            Err(e) => problems.push(format!("search index: {e}")),
+            Ok(_) => {}
         }
         if problems.is_empty() {
             return Ok(());

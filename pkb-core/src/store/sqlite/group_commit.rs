@@ -55,11 +55,12 @@ impl WriteQueue {
 }
 
 /// Commits `group` on `conn`, after `prepare`, and settles every write of it; the commit's
-/// outcome.
+/// outcome. A commit counts only when `durable` confirms it after.
 pub(super) fn commit_group(
     conn: &mut Connection,
     mut group: Vec<Box<dyn PendingWrite>>,
     prepare: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+    durable: impl Fn() -> rusqlite::Result<()>,
 ) -> rusqlite::Result<()> {
     let commit = (|| {
         prepare(conn)?;
@@ -72,14 +73,14 @@ pub(super) fn commit_group(
             }
         }
         if all_ran {
-            return tx.commit();
+            return tx.commit().and_then(|()| durable());
         }
         tx.rollback()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         for write in &mut group {
             write.run_isolated(&tx);
         }
-        tx.commit()
+        tx.commit().and_then(|()| durable())
     })();
     let outcome = commit.as_ref().map(|_| ()).map_err(copy_error);
     for write in group {
@@ -194,7 +195,7 @@ mod tests {
     use super::*;
 
     fn run_group(conn: &mut Connection, queue: &WriteQueue) -> rusqlite::Result<()> {
-        commit_group(conn, queue.take_group(), |_| Ok(()))
+        commit_group(conn, queue.take_group(), |_| Ok(()), || Ok(()))
     }
 
     fn rows(conn: &Connection) -> Vec<i64> {
