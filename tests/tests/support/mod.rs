@@ -3,6 +3,8 @@
 
 #![allow(dead_code, deprecated)] // each test file uses part of this; sampling is deprecated only for 2026-07-28
 
+mod workspace_build;
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -188,20 +190,12 @@ macro_rules! both_transports {
 }
 
 /// The `pkb-server` binary of this workspace, built once per test process as `cargo test
-/// --workspace` builds it (pkb-server's own tests need it): with the features of the whole
-/// workspace's tests. `cargo build -p pkb-server` would resolve them without the
-/// dev-dependencies' and rebuild half of the workspace; after `cargo test --workspace` this
-/// is a no-op.
+/// --workspace` builds it (pkb-server's own tests need it).
 pub fn server_binary() -> PathBuf {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY
         .get_or_init(|| {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = std::process::Command::new(cargo)
-                .args(["test", "--workspace", "--no-run", "--quiet"])
-                .status()
-                .expect("cargo runs");
-            assert!(status.success(), "building pkb-server failed");
+            workspace_build::build_workspace_tests();
             let exe = std::env::current_exe().expect("test binary path");
             // target/<profile>/deps/<test> -> target/<profile>/pkb-server
             let binary = exe
