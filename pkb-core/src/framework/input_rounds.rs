@@ -223,8 +223,9 @@ impl InputRound {
     }
 
     /// How the round ended: the handler's own result stands, the call needs more input, or
-    /// an answer was unreadable.
-    pub fn outcome(&self, call: CallIdentity) -> RoundOutcome {
+    /// an answer was unreadable. `call` is asked for only when a state is to be sealed: it
+    /// hashes the arguments, which a call that completes never needs.
+    pub fn outcome(&self, call: impl FnOnce() -> CallIdentity) -> RoundOutcome {
         let mut progress = lock(&self.progress);
         if let Some(problem) = progress.unreadable.take() {
             return RoundOutcome::Unreadable(problem);
@@ -235,7 +236,7 @@ impl InputRound {
         RoundOutcome::NeedsInput {
             asked: std::mem::take(&mut progress.asked),
             state: RoundState {
-                call,
+                call: call(),
                 answers: std::mem::take(&mut progress.used),
             },
         }
@@ -328,7 +329,7 @@ mod tests {
             first.answer::<Value>("roots", "roots", roots_request()),
             RoundAnswer::Asked
         ));
-        let RoundOutcome::NeedsInput { asked, state } = first.outcome(call()) else {
+        let RoundOutcome::NeedsInput { asked, state } = first.outcome(call) else {
             panic!("the first round needs input");
         };
         assert_eq!(asked.keys().collect::<Vec<_>>(), ["roots", "roots-2"]);
@@ -349,7 +350,7 @@ mod tests {
             second.answer::<Value>("roots", "roots", roots_request()),
             RoundAnswer::Asked
         ));
-        let RoundOutcome::NeedsInput { asked, state } = second.outcome(call()) else {
+        let RoundOutcome::NeedsInput { asked, state } = second.outcome(call) else {
             panic!("the second answer is missing");
         };
         assert_eq!(asked.keys().collect::<Vec<_>>(), ["roots-2"]);
@@ -370,7 +371,8 @@ mod tests {
             round.answer::<rmcp::model::ListRootsResult>("roots", "client_roots", roots_request()),
             RoundAnswer::Asked
         ));
-        let RoundOutcome::Unreadable(problem) = round.outcome(CallIdentity::new("t", None)) else {
+        let RoundOutcome::Unreadable(problem) = round.outcome(|| CallIdentity::new("t", None))
+        else {
             panic!("an unreadable answer fails the round");
         };
         assert!(

@@ -233,7 +233,7 @@ impl McpServer {
             .await?
             .with_input_round(Arc::clone(&round));
         let result = run(ctx).await;
-        match round.outcome(identity()) {
+        match round.outcome(identity) {
             RoundOutcome::Complete => result.map(Rounded::Complete),
             RoundOutcome::Unreadable(problem) => Err(invalid_params(problem)),
             RoundOutcome::NeedsInput { asked, state } => {
