@@ -2,8 +2,8 @@
 //!
 //! Each tool, resource and prompt is one annotated `async fn`; see [`pkb_tool`],
 //! [`pkb_resource`] and [`pkb_prompt`]. [`Registry::collect`] gathers every declaration of
-//! every linked crate. The project README follows; its Rust examples are compiled as doctests.
-#![doc = include_str!("../../README.md")]
+//! every linked crate. The framework's guide follows; its Rust examples are compiled as doctests.
+#![doc = include_str!("../../docs/framework.md")]
 
 // Lets this crate use its own macros, whose expansions name `::pkb_core`.
 extern crate self as pkb_core;

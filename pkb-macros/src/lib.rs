@@ -1,6 +1,6 @@
 //! Attribute macros that turn one annotated `async fn` into a PKB tool, resource or prompt.
 //!
-//! The macros are re-exported by `pkb-core`, whose documentation (and the README) describes
+//! The macros are re-exported by `pkb-core`, whose documentation (docs/framework.md) describes
 //! every attribute argument. Each entry point is thin: arguments are parsed
 //! ([`attr`]), the fn is modelled and checked ([`ast`]), and code is generated ([`expand`]).
 //! On any error the user's fn is still emitted beside the `compile_error!`s, so IDEs keep

@@ -3,7 +3,7 @@
 //!
 //! rmcp's loop gives every request a spawned task holding a 4.4 KB future, a channel hop back
 //! to the loop and a second task to write the answer: on an `echo` that was about half of the
-//! server's time (README, Performance). Here the handler is polled once on the spot. A call that
+//! server's time (docs/performance.md). Here the handler is polled once on the spot. A call that
 //! is done at once (`echo`, a `fetch` served from memory) is answered with no task at all; one
 //! that waits (a read from disk, a write, sampling) moves to a task of its own, so the transport
 //! goes on reading meanwhile.
