@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use pkb_core::store::Store;
-use pkb_core::transport::{DirectCalls, LineTransport};
+use pkb_core::transport::{InlineToolCalls, LineTransport};
 use pkb_core::{McpServer, NotesApp, Registry};
 use rmcp::ServiceExt;
 
@@ -22,9 +22,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = McpServer::new(registry, NotesApp::Shared(store));
     // Tool calls answered in the transport, once the client has initialized, skip a task and a
     // channel hop each in rmcp's service loop.
-    let direct_calls = DirectCalls::new(server.clone());
-    let transport =
-        LineTransport::new(tokio::io::stdin(), tokio::io::stdout()).with_direct_calls(direct_calls);
+    let inline_tool_calls = InlineToolCalls::new(server.clone());
+    let transport = LineTransport::new(tokio::io::stdin(), tokio::io::stdout())
+        .with_inline_tool_calls(inline_tool_calls);
     server.serve(transport).await?.waiting().await?;
     Ok(())
 }

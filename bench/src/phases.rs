@@ -462,9 +462,9 @@ pub fn scale(
                     .map_err(|e| e.to_string())?;
             }
             let rate = (size - loaded) as f64 / started.elapsed().as_secs_f64();
-            // What a server's index upkeep does once the import has gone quiet.
+            // What a server's index merge does once the import has gone quiet.
             let merging = Instant::now();
-            futures::executor::block_on(store.tidy_index()).map_err(|e| e.to_string())?;
+            futures::executor::block_on(store.merge_index()).map_err(|e| e.to_string())?;
             let merged = merging.elapsed();
             drop(store);
             report.row(
@@ -479,7 +479,7 @@ pub fn scale(
             );
             report.row(
                 &section,
-                "then merge the search index (Store::tidy_index)",
+                "then merge the search index (Store::merge_index)",
                 Unit::Micros,
                 vec![merged.as_secs_f64() * 1e6],
                 None,

@@ -9,7 +9,9 @@
 extern crate self as pkb_core;
 
 pub mod auth;
+pub mod fold;
 pub mod framework;
+mod locks;
 pub mod note;
 pub mod store;
 

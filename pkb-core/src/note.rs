@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::fold::{Folded, fold_chars};
+
 /// Longest id, in characters.
 pub const ID_MAX_CHARS: usize = 100;
 /// Longest id that [`derive_id`] produces, leaving room for suffixes such as `-summary`.
@@ -42,8 +44,9 @@ pub struct Note {
 /// trims `-`, and cuts at a `-` boundary to at most [`DERIVED_ID_MAX_CHARS`]. A title that
 /// leaves nothing gets `note-` and the first 8 hex characters of the title's SHA-256.
 ///
-/// Emoji and other pictographs count as separators: deunicode would spell them out
-/// (`🚀` as "rocket"), and a decorated title such as "🚀 Launch" should give `launch`.
+/// The title is folded as search folds text ([`crate::fold`]), so look-alike titles give one
+/// id. Emoji and other pictographs count as separators: deunicode would spell them out (`🚀`
+/// as "rocket"), and a decorated title such as "🚀 Launch" should give `launch`.
 ///
 /// ```
 /// assert_eq!(pkb_core::note::derive_id("Deploy checklist"), "deploy-checklist");
@@ -51,12 +54,14 @@ pub struct Note {
 pub fn derive_id(title: &str) -> String {
     let mut slug = String::with_capacity(title.len());
     let mut gap = false;
-    for c in title.chars() {
+    let mut one = [0; 4];
+    for piece in fold_chars(title) {
         // Characters without a transliteration separate words, as deunicode's "[?]" would;
-        // those that transliterate to nothing (combining marks) join their neighbours.
-        let ascii = match deunicode::deunicode_char(c) {
-            Some(ascii) if !is_pictograph(c) => ascii,
-            _ => {
+        // those that transliterate to nothing join their neighbours.
+        let ascii = match piece {
+            Folded::Ascii(c) => &*c.encode_utf8(&mut one),
+            Folded::Transliterated(ascii) => ascii,
+            Folded::Apart(_) => {
                 gap = true;
                 ""
             }
@@ -83,22 +88,6 @@ pub fn derive_id(title: &str) -> String {
     }
 }
 
-/// Emoji, dingbats and pictographic symbols, with the joiners and selectors that build emoji
-/// sequences.
-fn is_pictograph(c: char) -> bool {
-    matches!(
-        u32::from(c),
-        0x200D                  // zero width joiner
-        | 0x20E3                // combining enclosing keycap
-        | 0x2300..=0x23FF       // miscellaneous technical (⌚, ⏰)
-        | 0x25A0..=0x27BF       // geometric shapes, miscellaneous symbols, dingbats
-        | 0x2B00..=0x2BFF       // miscellaneous symbols and arrows (⭐)
-        | 0xFE00..=0xFE0F       // variation selectors
-        | 0x1F000..=0x1FBFF     // mahjong to legacy computing: every emoji block
-        | 0xE0000..=0xE007F // tag characters (subdivision flags)
-    )
-}
-
 /// Cuts an ASCII slug to at most `max` bytes, preferring the last whole word.
 fn cut_at_dash(slug: &str, max: usize) -> &str {
     if slug.len() <= max {
@@ -115,7 +104,12 @@ fn cut_at_dash(slug: &str, max: usize) -> &str {
     head.trim_matches('-')
 }
 
-/// Normalises tags: trims, lowercases, drops empty ones and later duplicates, keeps the order.
+/// A tag, or the start of one, as tags are stored: trimmed and lowercased.
+pub fn normalize_tag(tag: &str) -> String {
+    tag.trim().to_lowercase()
+}
+
+/// Normalises tags as [`normalize_tag`] does each, drops empty ones and later duplicates, keeps the order.
 pub fn normalize_tags<I, S>(tags: I) -> Vec<String>
 where
     I: IntoIterator<Item = S>,
@@ -123,7 +117,7 @@ where
 {
     let mut out: Vec<String> = Vec::new();
     for tag in tags {
-        let tag = tag.as_ref().trim().to_lowercase();
+        let tag = normalize_tag(tag.as_ref());
         if !tag.is_empty() && !out.contains(&tag) {
             out.push(tag);
         }
@@ -200,6 +194,16 @@ mod tests {
         assert_eq!(derive_id("Release 2.0 (final)"), "release-2-0-final");
         assert_eq!(derive_id("ÄÖÜ straße"), "aou-strasse");
         assert_eq!(derive_id("Cafe\u{301}s"), "cafes", "combining marks join");
+        for look_alike in [
+            "Ｃａｆé",
+            "𝐂𝐚𝐟𝐞",
+            "c\u{430}f\u{435}",
+            "caf\u{AD}e",
+            "ca\u{200D}fé",
+            "ca\u{200B}fe",
+        ] {
+            assert_eq!(derive_id(look_alike), "cafe", "{look_alike:?} is one word");
+        }
     }
 
     #[test]

@@ -5,18 +5,18 @@
 //! `tools/call`, the request that carries the load, is decoded directly when it has the plain
 //! shape (see `plain_call_tool`): rmcp's generic decoder tries each of its 22 request types
 //! in turn and spent about 45% of the server's instructions on an `echo` call. With
-//! [`DirectCalls`] such a call is also answered here rather than in rmcp's service loop.
+//! [`InlineToolCalls`] such a call is also answered here rather than in rmcp's service loop.
 
-mod direct_calls;
 #[cfg(feature = "http")]
 pub mod http;
 mod in_flight;
+mod inline_tool_calls;
 
 use std::sync::Arc;
 
-pub use direct_calls::DirectCalls;
 use in_flight::InFlight;
 pub use in_flight::MAX_IN_FLIGHT;
+pub use inline_tool_calls::InlineToolCalls;
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequestParams, ClientNotification, ClientRequest, JsonRpcMessage, NumberOrString,
@@ -43,7 +43,7 @@ pub struct LineTransport<R, W> {
     delivered: bool,
     /// The input has ended (or failed): nothing more is read.
     ended: bool,
-    direct: Option<Arc<DirectCalls>>,
+    direct: Option<Arc<InlineToolCalls>>,
     in_flight: InFlight,
 }
 
@@ -68,7 +68,7 @@ where
 
     /// The same transport, answering plain tool calls itself through `direct` once the client
     /// has initialized.
-    pub fn with_direct_calls(mut self, direct: Arc<DirectCalls>) -> Self {
+    pub fn with_inline_tool_calls(mut self, direct: Arc<InlineToolCalls>) -> Self {
         self.direct = Some(direct);
         self
     }
@@ -116,10 +116,10 @@ where
 }
 
 /// Lets calls answered by `direct` finish while rmcp's loop still runs, then ends the input.
-async fn end_of_input(direct: Option<&DirectCalls>) -> Option<RxJsonRpcMessage<RoleServer>> {
+async fn end_of_input(direct: Option<&InlineToolCalls>) -> Option<RxJsonRpcMessage<RoleServer>> {
     if let Some(direct) = direct {
         direct
-            .wait_for_running(direct_calls::END_OF_INPUT_WAIT)
+            .wait_for_running(inline_tool_calls::END_OF_INPUT_WAIT)
             .await;
         // rmcp's loop stops on the `None`: what still waits on the client gives up.
         direct.stopping();
@@ -306,11 +306,11 @@ where
     async fn close(&mut self) -> Result<(), Self::Error> {
         if let Some(direct) = &self.direct {
             direct.stopping();
-            direct.wait_for_running(direct_calls::CLOSE_WAIT).await;
+            direct.wait_for_running(inline_tool_calls::CLOSE_WAIT).await;
         }
         // An answer stuck writing to a client that no longer reads holds the writer: exit
         // rather than wait for it.
-        match tokio::time::timeout(direct_calls::CLOSE_WAIT, self.writer.lock()).await {
+        match tokio::time::timeout(inline_tool_calls::CLOSE_WAIT, self.writer.lock()).await {
             Ok(mut writer) => writer.flush().await,
             Err(_) => {
                 tracing::warn!("output still blocked when closing; exiting without flushing");

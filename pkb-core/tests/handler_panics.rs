@@ -62,7 +62,7 @@ async fn a_server_answering_calls_in_its_transport_survives_a_panicking_tool() {
 async fn serve_a_panicking_tool(direct: bool) {
     use std::sync::Arc;
 
-    use pkb_core::transport::{DirectCalls, LineTransport};
+    use pkb_core::transport::{InlineToolCalls, LineTransport};
     use pkb_core::{McpServer, NotesApp};
     use rmcp::ServiceExt;
     use rmcp::model::CallToolRequestParams;
@@ -75,7 +75,7 @@ async fn serve_a_panicking_tool(direct: bool) {
     );
     let mut transport = LineTransport::new(server_read, server_write);
     if direct {
-        transport = transport.with_direct_calls(DirectCalls::new(server.clone()));
+        transport = transport.with_inline_tool_calls(InlineToolCalls::new(server.clone()));
     }
     tokio::spawn(async move {
         if let Ok(running) = server.serve(transport).await {

@@ -63,6 +63,33 @@ fn pkb_file(dir: &Path, n: usize) -> PathBuf {
     path
 }
 
+/// Takes a store's search index back to how versions before 4 made it, of the notes as
+/// stored, with the index `options` given, and the file to `version`.
+fn index_unfolded(conn: &rusqlite::Connection, options: &str, version: i64) {
+    conn.execute_batch(&format!(
+        "DROP TABLE notes_fts; DROP VIEW notes_folded;
+         CREATE VIRTUAL TABLE notes_fts USING fts5 (
+             title, tags, body, content = 'notes', content_rowid = 'seq',
+             tokenize = 'unicode61 remove_diacritics 2'{options}
+         );
+         INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
+         PRAGMA user_version = {version};"
+    ))
+    .unwrap();
+}
+
+/// The file's schema version, and the statement that made its search index.
+fn version_and_index(path: &Path) -> (i64, String) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.query_row(
+        "SELECT (SELECT user_version FROM pragma_user_version),
+                (SELECT sql FROM sqlite_schema WHERE name = 'notes_fts')",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .unwrap()
+}
+
 /// Opens `path` with every page checked before `open` returns, so that damage anywhere is
 /// refused there.
 fn open_checked(path: &Path) -> Result<Store, StoreError> {
@@ -364,7 +391,7 @@ fn refuses_a_store_from_a_newer_version() {
             err,
             StoreError::TooNew {
                 found: 9,
-                supported: 3,
+                supported: 4,
                 ..
             }
         ),
@@ -373,7 +400,7 @@ fn refuses_a_store_from_a_newer_version() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} was written by a newer PKB (schema version 9, this build reads up to 3)",
+            "{} was written by a newer PKB (schema version 9, this build reads up to 4)",
             path.display()
         )
     );
@@ -416,7 +443,7 @@ fn a_missing_file_is_created_with_its_folders() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(app_id, 0x504B_4231);
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     assert_eq!(mode, "wal");
 }
 
@@ -479,13 +506,14 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
     let dir = tempfile::tempdir().unwrap();
     let path = pkb_file(dir.path(), 30);
     {
-        // Version 1 had no search vocabulary: take the current store back to it.
+        // Version 1 had no search vocabulary, and indexed the notes unfolded, keeping no
+        // prefixes: take the current store back to it.
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
-            "DROP TABLE search_terms; DROP TABLE note_terms; DROP TABLE search_stats;
-             PRAGMA user_version = 1;",
+            "DROP TABLE search_terms; DROP TABLE note_terms; DROP TABLE search_stats;",
         )
         .unwrap();
+        index_unfolded(&conn, "", 1);
     }
     let store = Store::open(&path, true).unwrap();
     block_on(async {
@@ -504,7 +532,7 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     let (notes, indexed): (i64, i64) = conn
         .query_row(
             "SELECT (SELECT notes FROM search_stats), (SELECT count(*) FROM note_terms)",
@@ -521,17 +549,7 @@ fn a_version_2_store_gets_the_prefix_index_and_its_notes_stay_searchable() {
     let path = pkb_file(dir.path(), 30);
     {
         // Version 2's index kept no prefixes: take the current store back to it.
-        let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch(
-            "DROP TABLE notes_fts;
-             CREATE VIRTUAL TABLE notes_fts USING fts5 (
-                 title, tags, body, content = 'notes', content_rowid = 'seq',
-                 tokenize = 'unicode61 remove_diacritics 2'
-             );
-             INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
-             PRAGMA user_version = 2;",
-        )
-        .unwrap();
+        index_unfolded(&rusqlite::Connection::open(&path).unwrap(), "", 2);
     }
     let store = Store::open(&path, true).unwrap();
     block_on(async {
@@ -547,17 +565,49 @@ fn a_version_2_store_gets_the_prefix_index_and_its_notes_stay_searchable() {
         store.verify().await.unwrap();
     });
     drop(store);
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    let (version, sql): (i64, String) = conn
-        .query_row(
-            "SELECT (SELECT user_version FROM pragma_user_version),
-                    (SELECT sql FROM sqlite_schema WHERE name = 'notes_fts')",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    assert_eq!(version, 3);
+    let (version, sql) = version_and_index(&path);
+    assert_eq!(version, 4);
     assert!(sql.contains("prefix = '2 3'"), "{sql}");
+}
+
+#[test]
+fn a_version_3_store_is_indexed_folded_and_finds_what_its_notes_read_as() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 30);
+    {
+        let store = Store::open(&path, true).unwrap();
+        block_on(store.put(
+            draft("folded", "Ｃａｆé on the Straße"),
+            PutMode::CreateOnly,
+        ))
+        .unwrap();
+        drop(store);
+        // Version 3 indexed the notes as stored: take the current store back to it.
+        index_unfolded(
+            &rusqlite::Connection::open(&path).unwrap(),
+            ", prefix = '2 3'",
+            3,
+        );
+    }
+    let store = Store::open(&path, true).unwrap();
+    block_on(async {
+        assert_eq!(store.count().await.unwrap(), 34, "no note lost or reseeded");
+        for query in ["cafe", "strasse", "ＣＡＦＥ straße"] {
+            let hits = store.search(query, &[], 10).await.unwrap();
+            assert_eq!(
+                hits.first().map(|h| h.id.as_str()),
+                Some("folded"),
+                "{query}"
+            );
+        }
+        let hits = store.search("bod 17", &[], 10).await.unwrap();
+        assert_eq!(hits.first().map(|h| h.id.as_str()), Some("n17"), "{hits:?}");
+        store.verify().await.unwrap();
+    });
+    drop(store);
+    let (version, sql) = version_and_index(&path);
+    assert_eq!(version, 4);
+    assert!(sql.contains("content = 'notes_folded'"), "{sql}");
 }
 
 #[test]

@@ -122,7 +122,7 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
     let description = description(&handler, attr.description.as_ref(), "resource", &mut errors);
     let name = registered_name(&handler, attr.name.as_ref(), &mut errors);
     let ret = return_type(&handler, "Result<String, ResourceError>", &mut errors);
-    let variables = match &attr.uri {
+    let template = match &attr.uri {
         None => {
             errors.push(syn::Error::new(
                 Span::call_site(),
@@ -130,10 +130,10 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
             ));
             None
         }
-        Some(uri) => match uri_template::variables(&uri.value()) {
-            Ok(vars) => {
-                check_template_bindings(&handler, uri, &vars, &mut errors);
-                Some(vars)
+        Some(uri) => match uri_template::parse(&uri.value()) {
+            Ok(template) => {
+                check_template_bindings(&handler, uri, &template.variables, &mut errors);
+                Some(template)
             }
             Err(message) => {
                 errors.push(syn::Error::new(uri.span(), message));
@@ -143,15 +143,18 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
     };
     // Without a well-formed template, its variables are unknown: binding and completion checks
     // would only repeat the error above.
-    if let Some(variables) = &variables {
+    if let Some(template) = &template {
         check_completions(
             &attr.complete,
-            variables,
+            &template.variables,
             "a variable of the URI template",
             &mut errors,
         );
     }
-    let variables = variables.unwrap_or_default();
+    let uri_template::UriTemplate {
+        literals,
+        variables,
+    } = template.unwrap_or_default();
     for argument in handler.arguments() {
         if let Some(span) = argument.rules.first_span() {
             errors.push(syn::Error::new(
@@ -210,6 +213,7 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
                 title: #title,
                 description: #description,
                 mime_type: #mime_type,
+                literals: &[#(#literals),*],
                 variables: &[#(#variables),*],
                 read: __pkb_read,
                 completions: &[#(#completions),*],

@@ -1,7 +1,18 @@
-//! The `{variable}` names of a resource URI template.
+//! The grammar of a resource URI template: literal text and `{variable}`s. The only place it is
+//! parsed; the generated `ResourceDef` carries the pieces, which the runtime only matches.
 
-/// The variable names of `template` in order, or a message saying what is malformed.
-pub fn variables(template: &str) -> Result<Vec<String>, String> {
+/// A URI template split at its variables.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct UriTemplate {
+    /// The literal text around the variables: one more piece than there are variables.
+    pub literals: Vec<String>,
+    /// The variable names, in order.
+    pub variables: Vec<String>,
+}
+
+/// Splits `template`, or says what is malformed.
+pub fn parse(template: &str) -> Result<UriTemplate, String> {
+    let mut literals = Vec::new();
     let mut names = Vec::new();
     let mut rest = template;
     while let Some(open) = rest.find(['{', '}']) {
@@ -27,21 +38,39 @@ pub fn variables(template: &str) -> Result<Vec<String>, String> {
         if after[..close].is_empty() || after[close + 1..].starts_with('{') {
             return Err("two template variables must be separated by literal text".into());
         }
+        literals.push(rest[..open].to_string());
         names.push(name.to_string());
         rest = &after[close + 1..];
     }
-    Ok(names)
+    literals.push(rest.to_string());
+    Ok(UriTemplate {
+        literals,
+        variables: names,
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::variables;
+    use super::parse;
+
+    fn variables(template: &str) -> Result<Vec<String>, String> {
+        parse(template).map(|t| t.variables)
+    }
 
     #[test]
     fn finds_variables_in_order() {
         assert_eq!(variables("pkb://notes/{id}").unwrap(), ["id"]);
         assert_eq!(variables("a://{x}/b/{y}").unwrap(), ["x", "y"]);
         assert!(variables("pkb://notes").unwrap().is_empty());
+    }
+
+    #[test]
+    fn splits_literals_around_variables() {
+        assert_eq!(
+            parse("a://{x}/b/{y}").unwrap().literals,
+            ["a://", "/b/", ""]
+        );
+        assert_eq!(parse("pkb://notes").unwrap().literals, ["pkb://notes"]);
     }
 
     #[test]

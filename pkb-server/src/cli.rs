@@ -335,7 +335,7 @@ pub async fn reindex(store: &Store) -> ExitCode {
     if let Err(error) = store.rebuild_indexes().await {
         return store_error_out(&error.to_string(), &error);
     }
-    if let Err(error) = store.tidy_index().await {
+    if let Err(error) = store.merge_index().await {
         let message = format!("reindexed, but merging the index failed: {error}");
         return store_error_out(&message, &error);
     }

@@ -21,7 +21,7 @@ use pkb_core::store::Store;
 use pkb_core::store::per_user::{IDLE_CLOSE, UserStores};
 use pkb_core::store::postgres::PgDatabase;
 use pkb_core::transport::http::{HttpServer, HttpSettings, Tls};
-use pkb_core::transport::{DirectCalls, LineTransport};
+use pkb_core::transport::{InlineToolCalls, LineTransport};
 use pkb_core::{Context, McpServer, NotesApp, Registry};
 use rmcp::ServiceExt;
 use tracing_subscriber::EnvFilter;
@@ -94,7 +94,7 @@ async fn run(cli: Cli) -> ExitCode {
                 Ok(states) => states,
                 Err(message) => return fail(&message),
             };
-            let _upkeep = store.spawn_index_upkeep(INDEX_UPKEEP_QUIET);
+            let _index_merge = store.spawn_index_merge(INDEX_MERGE_QUIET);
             let hub = Arc::new(ChangeHub::default());
             if let Some(database) = &database {
                 hear_other_processes(database, &hub);
@@ -265,7 +265,7 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
     };
     let sampling_timeout = Duration::from_secs(cli.sampling_timeout);
     let hub = Arc::new(ChangeHub::default());
-    let mut _upkeep = None;
+    let mut _index_merge = None;
     let mut _idle_close = None;
     let template = if auth.required() {
         let users = if cli.memory {
@@ -299,7 +299,7 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
         if let Some(database) = &database {
             hear_other_processes(database, &hub);
         }
-        _upkeep = store.spawn_index_upkeep(INDEX_UPKEEP_QUIET);
+        _index_merge = store.spawn_index_merge(INDEX_MERGE_QUIET);
         McpServer::new(registry, NotesApp::Shared(store))
     };
     let round_states = match round_states(&cli) {
@@ -335,7 +335,7 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
 
 /// How long the store must go without a request to this server before its search index is
 /// merged: long enough that a burst of requests is not slowed by it.
-const INDEX_UPKEEP_QUIET: Duration = Duration::from_secs(2);
+const INDEX_MERGE_QUIET: Duration = Duration::from_secs(2);
 
 async fn serve(server: McpServer) -> ExitCode {
     // Listen before the first byte is read: a signal that arrives while the client is still
@@ -345,10 +345,10 @@ async fn serve(server: McpServer) -> ExitCode {
         Err(error) => return fail(&format!("cannot listen for signals: {error}")),
     };
     // Once the client has initialized, plain tool calls skip rmcp's service loop.
-    let direct_calls = DirectCalls::new(server.clone());
+    let inline_tool_calls = InlineToolCalls::new(server.clone());
     let session = server.clone();
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
-    let transport = LineTransport::new(stdin, stdout).with_direct_calls(direct_calls);
+    let transport = LineTransport::new(stdin, stdout).with_inline_tool_calls(inline_tool_calls);
     let mut shutdown = Box::pin(shutdown.received());
     let service = tokio::select! {
         served = server.serve(transport) => match served {

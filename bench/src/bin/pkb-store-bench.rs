@@ -162,9 +162,9 @@ async fn run_size(n: usize, keep: Option<&Path>, rows: &mut Vec<Row>) {
     let queries = corpus.queries(&mut rng);
     search_rows(&store, &queries, "as written", &mut row).await;
     let t = Instant::now();
-    store.tidy_index().await.expect("merge the index");
+    store.merge_index().await.expect("merge the index");
     row(
-        "merge the search index (Store::tidy_index)",
+        "merge the search index (Store::merge_index)",
         fmt(t.elapsed()),
     );
     search_rows(&store, &queries, "merged", &mut row).await;

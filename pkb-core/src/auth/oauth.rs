@@ -12,7 +12,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::{Principal, Scopes, User};
-use crate::framework::context::lock;
+use crate::locks::lock;
 
 /// Clock skew allowed on `exp`, `nbf` and `iat`.
 pub const LEEWAY: Duration = Duration::from_secs(60);
@@ -205,7 +205,7 @@ impl JwtVerifier {
     /// The key a token names: by `kid`, or the one key of the algorithm's type when the
     /// token names none. The key's own `alg`, when it states one, must be the token's.
     fn find_key(&self, kid: Option<&str>, alg: Algorithm) -> Option<Jwk> {
-        let keys = Arc::clone(&self.keys.read().unwrap_or_else(|e| e.into_inner()));
+        let keys = Arc::clone(&crate::locks::read(&self.keys));
         let fits = |jwk: &&Jwk| key_fits(jwk, alg);
         match kid {
             Some(kid) => keys.find(kid).filter(|jwk| key_fits(jwk, alg)).cloned(),
@@ -230,7 +230,7 @@ impl JwtVerifier {
         match fetch_keys(&self.client, &self.jwks_url).await {
             Ok(keys) => {
                 tracing::info!(keys = keys.keys.len(), "fetched the issuer's keys again");
-                *self.keys.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(keys);
+                *crate::locks::write(&self.keys) = Arc::new(keys);
                 // A key may have left the set: what it signed is checked again.
                 lock(&self.verified).clear();
             }

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::{Principal, Scopes, User};
-use crate::framework::context::lock;
+use crate::locks::lock;
 
 /// The file, in the data directory, that holds the tokens' hashes.
 pub const TOKENS_FILE: &str = "tokens.json";

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use tokio::sync::broadcast;
 
-use super::context::lock;
+use crate::locks::lock;
 
 /// How many changes a slow session may fall behind before it misses some.
 const BACKLOG: usize = 256;

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::changes::{Change, ChangeHub, ChangeKind};
 use super::input_rounds::{InputRound, RoundAnswer};
+use crate::locks::lock;
 
 /// The application's state for one request, as its [`App`](super::app::App) made it for the
 /// user the request acts for; handlers reach it with [`Context::state`].
@@ -193,14 +194,6 @@ fn severity(level: LoggingLevel) -> u8 {
         LoggingLevel::Alert => 6,
         LoggingLevel::Emergency => 7,
     }
-}
-
-/// A poisoned lock only means another request panicked mid-update of a plain collection; the
-/// data is still usable, and one bad request must not stop the server.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Why a request to the client (sampling, elicitation) produced no answer.

@@ -33,6 +33,9 @@ pub struct ResourceDef {
     pub description: &'static str,
     /// The MIME type of the contents.
     pub mime_type: Option<&'static str>,
+    /// The literal text around the template's variables, one piece more than there are
+    /// variables (the whole URI when it has none), as the macro parsed it.
+    pub literals: &'static [&'static str],
     /// The template's variables, in the order they appear.
     pub variables: &'static [&'static str],
     /// Reads the contents.
@@ -49,39 +52,30 @@ impl ResourceDef {
 
     /// The variable values if `uri` matches this resource, in template order.
     pub fn match_uri(&self, uri: &str) -> Option<Vec<String>> {
-        match_template(self.uri, uri)
+        match_literals(self.literals, uri)
     }
 }
 
-/// Matches `uri` against `template`; each variable takes one non-empty path segment.
-pub fn match_template(template: &str, uri: &str) -> Option<Vec<String>> {
-    let mut values = Vec::new();
-    let mut rest_template = template;
-    let mut rest_uri = uri;
-    loop {
-        match rest_template.find('{') {
-            None => return (rest_template == rest_uri).then_some(values),
-            Some(open) => {
-                let literal = &rest_template[..open];
-                rest_uri = rest_uri.strip_prefix(literal)?;
-                let close = open + rest_template[open..].find('}')?;
-                rest_template = &rest_template[close + 1..];
-                let next_literal_start = rest_template.find('{').unwrap_or(rest_template.len());
-                let next_literal = &rest_template[..next_literal_start];
-                let end = if next_literal.is_empty() {
-                    rest_uri.len()
-                } else {
-                    rest_uri.find(next_literal)?
-                };
-                let value = &rest_uri[..end];
-                if value.is_empty() || value.contains('/') {
-                    return None;
-                }
-                values.push(value.to_string());
-                rest_uri = &rest_uri[end..];
-            }
+/// Matches `uri` against a template split into `literals` around its variables; each
+/// variable takes one non-empty path segment.
+fn match_literals(literals: &[&str], uri: &str) -> Option<Vec<String>> {
+    let (first, between) = literals.split_first()?;
+    let mut rest = uri.strip_prefix(first)?;
+    let mut values = Vec::with_capacity(between.len());
+    for literal in between {
+        let end = if literal.is_empty() {
+            rest.len()
+        } else {
+            rest.find(literal)?
+        };
+        let value = &rest[..end];
+        if value.is_empty() || value.contains('/') {
+            return None;
         }
+        values.push(value.to_string());
+        rest = &rest[end + literal.len()..];
     }
+    rest.is_empty().then_some(values)
 }
 
 /// Why a resource could not be read.
@@ -134,21 +128,32 @@ pub fn take_variable(values: &mut [String], index: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::match_template;
+    use super::match_literals;
 
     #[test]
     fn matches_templates() {
         assert_eq!(
-            match_template("pkb://notes/{id}", "pkb://notes/todo"),
+            match_literals(&["pkb://notes/", ""], "pkb://notes/todo"),
             Some(vec!["todo".into()])
         );
-        assert_eq!(match_template("pkb://notes/{id}", "pkb://notes/"), None);
-        assert_eq!(match_template("pkb://notes/{id}", "pkb://notes/a/b"), None);
-        assert_eq!(match_template("pkb://notes/{id}", "pkb://other/a"), None);
-        assert_eq!(match_template("pkb://notes", "pkb://notes"), Some(vec![]));
+        assert_eq!(match_literals(&["pkb://notes/", ""], "pkb://notes/"), None);
         assert_eq!(
-            match_template("a://{x}/y/{z}", "a://1/y/2"),
+            match_literals(&["pkb://notes/", ""], "pkb://notes/a/b"),
+            None
+        );
+        assert_eq!(match_literals(&["pkb://notes/", ""], "pkb://other/a"), None);
+        assert_eq!(
+            match_literals(&["pkb://notes"], "pkb://notes"),
+            Some(vec![])
+        );
+        assert_eq!(match_literals(&["pkb://notes"], "pkb://notes/x"), None);
+        assert_eq!(
+            match_literals(&["a://", "/y/", ""], "a://1/y/2"),
             Some(vec!["1".into(), "2".into()])
+        );
+        assert_eq!(
+            match_literals(&["a://", ".md"], "a://note.md"),
+            Some(vec!["note".into()])
         );
     }
 }

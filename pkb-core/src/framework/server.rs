@@ -189,7 +189,7 @@ impl McpServer {
         if is_stateless(request) {
             context = context.stateless();
             // A stateless session has no initialize: its first request shows its client
-            // handle, from which `DirectCalls` answers the session's later calls.
+            // handle, from which `InlineToolCalls` answers the session's later calls.
             let _ = self.peer.set(request.peer.clone());
         }
         Ok(context)
@@ -434,7 +434,7 @@ impl ServerHandler for McpServer {
                 None,
             ));
         }
-        // rmcp's default, plus keeping the peer: `DirectCalls` answers from the first call
+        // rmcp's default, plus keeping the peer: `InlineToolCalls` answers from the first call
         // the client sends after this answer.
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;

@@ -41,7 +41,7 @@ pub async fn complete_tags(ctx: &Context, typed: String) -> Vec<String> {
         None => (String::new(), typed.trim()),
     };
     ctx.store()
-        .tags_with_prefix(&partial.to_lowercase(), MAX_COMPLETIONS + 1)
+        .tags_with_prefix(partial, MAX_COMPLETIONS + 1)
         .await
         .unwrap_or_default()
         .into_iter()

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::quiet_merge::{self, MergeProgress, Writes};
 use super::read_threads::ReadThreads;
-use super::upkeep::{self, Upkeep, Writes};
 use super::{
     NoteBackend, NoteDates, NoteDraft, NoteEngine, NoteSummary, PutMode, PutOutcome, SearchHit,
     StoreError,
@@ -20,7 +20,7 @@ pub(super) struct BlockingEngine {
     /// Serve the reads; `None` if they could not be started, and reads then take tokio's
     /// blocking pool like writes.
     reads: Option<ReadThreads>,
-    /// The writes made through this engine, which wake the index upkeep.
+    /// The writes made through this engine, which wake the index merge.
     writes: Arc<Writes>,
 }
 
@@ -53,7 +53,7 @@ impl BlockingEngine {
         }
     }
 
-    /// Runs the write `f` as [`BlockingEngine::call`] does, and wakes the index upkeep.
+    /// Runs the write `f` as [`BlockingEngine::call`] does, and wakes the index merge.
     async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         F: FnOnce(&dyn NoteBackend) -> Result<T, StoreError> + Send + 'static,
@@ -164,8 +164,8 @@ impl NoteEngine for BlockingEngine {
         self.call(|b| b.rebuild_indexes()).await
     }
 
-    async fn tidy_index(&self) -> Result<(), StoreError> {
-        while self.call(|b| b.tidy_index_step()).await? == Upkeep::More {}
+    async fn merge_index(&self) -> Result<(), StoreError> {
+        while self.call(|b| b.merge_index_step()).await? == MergeProgress::More {}
         Ok(())
     }
 
@@ -173,8 +173,8 @@ impl NoteEngine for BlockingEngine {
         self.call(|b| b.damage_checked()).await
     }
 
-    fn spawn_upkeep(&self, quiet: Duration) -> Option<tokio::task::JoinHandle<()>> {
-        Some(tokio::spawn(upkeep::keep_tidy(
+    fn spawn_index_merge(&self, quiet: Duration) -> Option<tokio::task::JoinHandle<()>> {
+        Some(tokio::spawn(quiet_merge::merge_when_quiet(
             Arc::downgrade(&self.backend),
             Arc::clone(&self.writes),
             quiet,

@@ -56,17 +56,17 @@ pub trait NoteEngine: Send + Sync {
     /// Rebuilds everything derived from the notes (the search index above all); how many
     /// notes there are.
     async fn rebuild_indexes(&self) -> Result<u64, StoreError>;
-    /// Brings the search index into its fastest shape, when the engine has such upkeep.
-    async fn tidy_index(&self) -> Result<(), StoreError> {
+    /// Brings the search index into its fastest shape, when the engine merges its index itself.
+    async fn merge_index(&self) -> Result<(), StoreError> {
         Ok(())
     }
     /// Waits for a damage check that opening started, if any; its finding.
     async fn damage_checked(&self) -> Result<(), StoreError> {
         Ok(())
     }
-    /// Starts the engine's background upkeep, run once the store has been quiet for `quiet`;
+    /// Starts the engine's background index merge, run once the store has been quiet for `quiet`;
     /// `None` when the engine needs none.
-    fn spawn_upkeep(&self, _quiet: Duration) -> Option<tokio::task::JoinHandle<()>> {
+    fn spawn_index_merge(&self, _quiet: Duration) -> Option<tokio::task::JoinHandle<()>> {
         None
     }
 }

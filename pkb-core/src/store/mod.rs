@@ -12,15 +12,15 @@ mod engine;
 pub mod per_user;
 pub mod postgres;
 mod query;
+mod quiet_merge;
 mod read_threads;
 mod seed;
 mod sqlite;
-mod upkeep;
 
 pub use engine::NoteEngine;
+pub use quiet_merge::MergeProgress;
 pub use seed::SEED_NOTES;
 pub use sqlite::{DamageCheck, StoreOptions};
-pub use upkeep::Upkeep;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,7 +30,7 @@ use serde::Serialize;
 
 use crate::note::{
     BODY_MAX_CHARS, Note, TAG_MAX_CHARS, TAGS_MAX, TITLE_MAX_CHARS, canonical_timestamp, derive_id,
-    is_valid_id, normalize_tags,
+    is_valid_id, normalize_tag, normalize_tags,
 };
 
 /// A boxed error from the backend, kept as the `source` of a [`StoreError`].
@@ -253,7 +253,7 @@ pub trait NoteBackend: Send + Sync {
     fn list_with_bodies(&self, after: Option<&str>, limit: usize) -> Result<Vec<Note>, StoreError>;
     /// How many notes there are.
     fn count(&self) -> Result<u64, StoreError>;
-    /// Full-text search; see [`Store::search`].
+    /// Full-text search; see [`Store::search`]. `tags` come normalised.
     fn search(
         &self,
         query: &str,
@@ -262,7 +262,7 @@ pub trait NoteBackend: Send + Sync {
     ) -> Result<Vec<SearchHit>, StoreError>;
     /// Sorted ids starting with `prefix` (taken literally).
     fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError>;
-    /// Sorted distinct tags starting with `prefix` (taken literally).
+    /// Sorted distinct tags starting with `prefix` (normalised, then taken literally).
     fn tags_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError>;
     /// Checks the whole store, including the search index, for damage.
     fn verify(&self) -> Result<(), StoreError>;
@@ -277,8 +277,8 @@ pub trait NoteBackend: Send + Sync {
     }
     /// One bounded step of merging the search index's pieces, which writes add; whether more
     /// remains. An engine without such an index has nothing to do.
-    fn tidy_index_step(&self) -> Result<Upkeep, StoreError> {
-        Ok(Upkeep::Done)
+    fn merge_index_step(&self) -> Result<MergeProgress, StoreError> {
+        Ok(MergeProgress::Done)
     }
     /// Rebuilds every index derived from the notes (search index, vocabulary, tags) from
     /// the notes themselves; how many notes there are. An engine without derived indexes
@@ -494,7 +494,7 @@ impl Store {
         prefix: &str,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        let prefix = prefix.trim_start().to_lowercase();
+        let prefix = normalize_tag(prefix);
         self.engine.tags_with_prefix(&prefix, limit).await
     }
 
@@ -508,18 +508,18 @@ impl Store {
     /// write transaction adds one, and a search looks in each); returns when done. The
     /// merge goes in steps of about 30 ms, each a transaction of its own, so writes from
     /// other handles and processes go on meanwhile. For the end of an import; a server
-    /// leaves it to [`Store::spawn_index_upkeep`].
-    pub async fn tidy_index(&self) -> Result<(), StoreError> {
-        self.engine.tidy_index().await
+    /// leaves it to [`Store::spawn_index_merge`].
+    pub async fn merge_index(&self) -> Result<(), StoreError> {
+        self.engine.merge_index().await
     }
 
-    /// Starts merging the search index, as [`Store::tidy_index`] does, once this store has had
+    /// Starts merging the search index, as [`Store::merge_index`] does, once this store has had
     /// no request for `quiet` after the start, and again after each write. A write that comes
     /// during a merge waits for one step at most, and the merge waits for the next quiet
     /// spell. Needs a tokio runtime with timers.
-    /// An engine with no such upkeep (PostgreSQL keeps its indexes itself) starts nothing.
-    pub fn spawn_index_upkeep(&self, quiet: Duration) -> Option<tokio::task::JoinHandle<()>> {
-        self.engine.spawn_upkeep(quiet)
+    /// An engine with no index merge of its own (PostgreSQL keeps its indexes itself) starts nothing.
+    pub fn spawn_index_merge(&self, quiet: Duration) -> Option<tokio::task::JoinHandle<()>> {
+        self.engine.spawn_index_merge(quiet)
     }
 
     /// Rebuilds the search index, the search vocabulary and the tag index from the notes, in

@@ -13,13 +13,13 @@ use tokio::sync::OnceCell;
 use super::postgres::PgDatabase;
 use super::{Store, StoreError};
 use crate::auth::User;
-use crate::framework::context::lock;
+use crate::locks::lock;
 
 /// How long a user's store stays open after their last request.
 pub const IDLE_CLOSE: Duration = Duration::from_secs(120);
 
 /// How long the store must go without a request before its search index is merged.
-const INDEX_UPKEEP_QUIET: Duration = Duration::from_secs(2);
+const INDEX_MERGE_QUIET: Duration = Duration::from_secs(2);
 
 /// The folder of the data directory that holds the users' stores.
 pub const USERS_FOLDER: &str = "users";
@@ -45,15 +45,15 @@ pub struct UserStores {
 struct Slot {
     store: OnceCell<Store>,
     last_used: Mutex<Instant>,
-    /// The store's index upkeep, which would otherwise wait for a write forever once the
+    /// The store's index merge, which would otherwise wait for a write forever once the
     /// store is closed.
-    upkeep: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    index_merge: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        if let Some(upkeep) = lock(&self.upkeep).take() {
-            upkeep.abort();
+        if let Some(index_merge) = lock(&self.index_merge).take() {
+            index_merge.abort();
         }
     }
 }
@@ -104,7 +104,7 @@ impl UserStores {
                 Arc::new(Slot {
                     store: OnceCell::new(),
                     last_used: Mutex::new(Instant::now()),
-                    upkeep: Mutex::new(None),
+                    index_merge: Mutex::new(None),
                 })
             });
             *lock(&slot.last_used) = Instant::now();
@@ -114,7 +114,7 @@ impl UserStores {
             .store
             .get_or_try_init(|| async {
                 let store = self.open_store(user).await?;
-                *lock(&slot.upkeep) = store.spawn_index_upkeep(INDEX_UPKEEP_QUIET);
+                *lock(&slot.index_merge) = store.spawn_index_merge(INDEX_MERGE_QUIET);
                 Ok::<_, StoreError>(store)
             })
             .await?;

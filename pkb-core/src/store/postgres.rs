@@ -27,7 +27,7 @@ use super::{
     MAX_LIMIT, NoteDates, NoteDraft, NoteEngine, NoteSummary, PutMode, PutOutcome, RANK_WINDOW,
     SEED_NOTES, SearchHit, Store, StoreError, query,
 };
-use crate::framework::context::lock;
+use crate::locks::lock;
 use crate::note::{Note, now_rfc3339};
 
 /// Connections kept in the pool: enough for a busy server; PostgreSQL's own default limit

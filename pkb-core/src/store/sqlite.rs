@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
@@ -21,9 +21,10 @@ pub(super) mod index_merge;
 mod note_cache;
 mod page_check;
 
-mod rank_function;
-mod ranked;
+mod bm25_rank;
+mod fold_function;
 mod schema;
+mod search_planner;
 mod terms;
 mod wal_watch;
 
@@ -33,10 +34,12 @@ use self::note_cache::NoteCache;
 use self::page_check::{PageCheck, Verdict};
 use self::schema::{Depth, FileState, InspectError, SCHEMA_VERSION};
 use super::{
-    MAX_LIMIT, NoteBackend, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome, RANK_WINDOW,
-    SearchHit, StoreError, Upkeep, query,
+    MAX_LIMIT, MergeProgress, NoteBackend, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome,
+    RANK_WINDOW, SearchHit, StoreError, query,
 };
-use crate::note::{Note, normalize_tags, now_rfc3339};
+use crate::fold::fold_for_search;
+use crate::locks::lock;
+use crate::note::{Note, now_rfc3339};
 
 /// How to open a SQLite store file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,7 +130,7 @@ static SEARCH_SQL: LazyLock<[[String; 2]; 2]> = LazyLock::new(|| {
     // BM25 with title, tags and body weighted as in `terms::WEIGHTS`, or `pkb_rank` with
     // the vocabulary's IDFs in `?6` to `?8`.
     let bm25 = "-bm25(notes_fts, 10.0, 4.0, 1.0)";
-    let vocabulary = format!("{}(notes_fts, ?6, ?7, ?8, ?2)", rank_function::NAME);
+    let vocabulary = format!("{}(notes_fts, ?6, ?7, ?8, ?2)", bm25_rank::NAME);
     [
         [search_sql(bm25, false), search_sql(bm25, true)],
         [
@@ -161,7 +164,7 @@ pub(super) struct SqliteBackend {
     wrote: AtomicBool,
     /// Whether this process has a merge of the search index under way; see [`index_merge`].
     merging: AtomicBool,
-    /// Reads and writes made for requests, which put off the page check and the index upkeep.
+    /// Reads and writes made for requests, which put off the page check and the index merge.
     requests: Arc<AtomicU64>,
     /// Notes read since the last commit, served without a query.
     cache: NoteCache,
@@ -198,6 +201,8 @@ impl SqliteBackend {
         // is known to be ours.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
             .map_err(|e| open_error(Box::new(e)))?;
+        // The page check below reads the search index through `pkb_fold`.
+        fold_function::register(&conn).map_err(|e| open_error(Box::new(e)))?;
 
         // Everything up to here only read. Look at the file inside one read transaction
         // (a consistent snapshot that does not block writers in other processes).
@@ -392,7 +397,7 @@ impl SqliteBackend {
         self.read_quietly(action, f)
     }
 
-    /// [`Self::read`] for the store's own upkeep, which must not end a quiet spell.
+    /// [`Self::read`] for the store's own background work (page check, index merge), which must not end a quiet spell.
     fn read_quietly<T>(
         &self,
         action: &'static str,
@@ -464,7 +469,7 @@ impl SqliteBackend {
         self.write_quietly(action, f)
     }
 
-    /// [`Self::write`] for the store's own upkeep, which must not end a quiet spell. Taking
+    /// [`Self::write`] for the store's own background work (page check, index merge), which must not end a quiet spell. Taking
     /// the write lock up front means waiting for other writers honours the busy timeout; a
     /// deferred transaction that upgrades from read to write gets SQLITE_BUSY at once instead.
     fn write_quietly<T>(
@@ -615,10 +620,12 @@ fn keep_temp_tables_in_memory(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "temp_store", "MEMORY")
 }
 
-/// What a connection that searches needs: the TEMP tables in memory and `pkb_rank`.
+/// What a connection that searches needs: the TEMP tables in memory, `pkb_rank`, and
+/// `pkb_fold`, through which the index reads the notes.
 fn prepare_for_search(conn: &Connection) -> rusqlite::Result<()> {
     keep_temp_tables_in_memory(conn)?;
-    rank_function::register(conn)
+    fold_function::register(conn)?;
+    bm25_rank::register(conn)
 }
 
 fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
@@ -634,12 +641,6 @@ fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock dropped its transaction, which rolled back, so the
-    // connection inside is still sound.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Reader connections, opened on demand up to `max` and reused.
@@ -746,12 +747,12 @@ fn sql_limit(limit: usize) -> i64 {
 }
 
 /// Search ranked over the MATCH expression `expr`: the query's own prefix phrases scored by
-/// FTS5's `bm25()`, or the exact terms [`ranked::search`] expanded them to, scored by
+/// FTS5's `bm25()`, or the exact terms [`search_planner::search`] expanded them to, scored by
 /// `pkb_rank` with the vocabulary's IDFs.
 fn fts5_search(
     conn: &Connection,
     expr: &str,
-    scoring: Option<&ranked::Fts5Terms>,
+    scoring: Option<&search_planner::Fts5Terms>,
     tags: &[String],
     tags_json: &str,
     limit: usize,
@@ -822,11 +823,17 @@ fn index_row(
     body: &str,
     tags: &[String],
 ) -> rusqlite::Result<()> {
+    // As the index's content, the `notes_folded` view, reads the row.
+    let (title, tags_json, body) = (
+        fold_for_search(title),
+        fold_for_search(tags_json),
+        fold_for_search(body),
+    );
     conn.prepare_cached(
         "INSERT INTO notes_fts (rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)",
     )?
     .execute(params![seq, title, tags_json, body])?;
-    terms::index_terms(conn, seq, title, tags_json, body)?;
+    terms::index_terms(conn, seq, &title, &tags_json, &body)?;
     let mut tag_row =
         conn.prepare_cached("INSERT OR IGNORE INTO note_tags (tag, note) VALUES (?1, ?2)")?;
     for tag in tags {
@@ -836,12 +843,17 @@ fn index_row(
 }
 
 /// Removes a note from the search and tag indexes. FTS5's external-content `delete` needs
-/// exactly the values that were indexed, which are the stored ones.
+/// exactly the values that were indexed, which are the stored ones folded.
 fn unindex_row(conn: &Connection, old: &StoredRow) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO notes_fts (notes_fts, rowid, title, tags, body) VALUES ('delete', ?1, ?2, ?3, ?4)",
     )?
-    .execute(params![old.seq, old.title, old.tags_json, old.body])?;
+    .execute(params![
+        old.seq,
+        fold_for_search(&old.title),
+        fold_for_search(&old.tags_json),
+        fold_for_search(&old.body)
+    ])?;
     terms::unindex_terms(conn, old.seq)?;
     conn.prepare_cached("DELETE FROM note_tags WHERE note = ?1")?
         .execute([old.seq])?;
@@ -1085,13 +1097,14 @@ impl NoteBackend for SqliteBackend {
         tags: &[String],
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
+        // Folded as the index holds the notes.
+        let query = &*fold_for_search(query);
         let Some(expr) = query::match_expression(query) else {
             return Ok(Vec::new());
         };
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let tags = normalize_tags(tags);
         let wanted = tags_to_json(tags.iter().map(String::as_str));
         let limit = limit.min(MAX_LIMIT);
         self.read("search notes", |conn| {
@@ -1099,13 +1112,13 @@ impl NoteBackend for SqliteBackend {
             // instead of one per statement.
             // Committed rather than rolled back, so a tokenizer table created on the way stays.
             let snapshot = conn.unchecked_transaction()?;
-            let hits = match ranked::search(conn, query, &tags, &wanted, limit)? {
-                ranked::Plan::Ranked(hits) => hits,
-                ranked::Plan::Fts5Terms(terms) => {
-                    fts5_search(conn, &terms.expr, Some(&terms), &tags, &wanted, limit)?
+            let hits = match search_planner::search(conn, query, tags, &wanted, limit)? {
+                search_planner::Plan::Ranked(hits) => hits,
+                search_planner::Plan::Fts5Terms(terms) => {
+                    fts5_search(conn, &terms.expr, Some(&terms), tags, &wanted, limit)?
                 }
-                ranked::Plan::Fts5Prefixes => {
-                    fts5_search(conn, &expr, None, &tags, &wanted, limit)?
+                search_planner::Plan::Fts5Prefixes => {
+                    fts5_search(conn, &expr, None, tags, &wanted, limit)?
                 }
             };
             snapshot.commit()?;
@@ -1144,7 +1157,7 @@ impl NoteBackend for SqliteBackend {
         self.requests.load(Ordering::Relaxed)
     }
 
-    fn tidy_index_step(&self) -> Result<Upkeep, StoreError> {
+    fn merge_index_step(&self) -> Result<MergeProgress, StoreError> {
         let start = !self.merging.load(Ordering::Relaxed);
         // Counting on a reader leaves the write lock, and the file, alone when there is
         // nothing to merge.
@@ -1152,13 +1165,13 @@ impl NoteBackend for SqliteBackend {
             && self.read_quietly("count the search index's segments", index_merge::segments)?
                 <= index_merge::MAX_SEGMENTS
         {
-            return Ok(Upkeep::Done);
+            return Ok(MergeProgress::Done);
         }
-        let upkeep =
+        let progress =
             self.write_quietly("merge the search index", |tx| index_merge::step(tx, start))?;
         self.merging
-            .store(upkeep == Upkeep::More, Ordering::Relaxed);
-        Ok(upkeep)
+            .store(progress == MergeProgress::More, Ordering::Relaxed);
+        Ok(progress)
     }
 
     fn rebuild_indexes(&self) -> Result<u64, StoreError> {

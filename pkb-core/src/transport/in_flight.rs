@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::RequestId;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::framework::context::lock;
+use crate::locks::lock;
 
 /// The most requests read and not yet answered. Far above what clients keep in flight (the
 /// benchmark's pipelined run keeps 32), far below what memory notices: at most a few tens of

@@ -7,7 +7,7 @@ use tokio_postgres::error::SqlState;
 use crate::store::StoreError;
 
 /// The newest schema version this build writes and reads.
-pub(super) const SCHEMA_VERSION: i32 = 2;
+pub(super) const SCHEMA_VERSION: i32 = 3;
 
 /// The advisory lock every PKB instance takes while it migrates ("pkb" in ASCII).
 const MIGRATION_LOCK: i64 = 0x706b62;
@@ -74,8 +74,38 @@ ALTER INDEX pkb_notes_search SET (gin_pending_list_limit = 256);
 ALTER INDEX pkb_notes_tags SET (gin_pending_list_limit = 256);
 "#;
 
+/// Version 3: text folded before it is indexed or searched, as SQLite's store folds it
+/// ([`crate::fold`]), so far as SQL can: `pkb_fold` drops the characters that join a word
+/// unseen (soft hyphen, zero-width space, joiners, word joiner, byte order mark), folds
+/// compatibility forms (NFKC: full-width and mathematical letters, ligatures), then
+/// diacritics and `ß` (unaccent). Look-alike letters of other scripts are not transliterated
+/// here. The search vectors are computed again.
+const V3: &str = r#"
+CREATE FUNCTION pkb_fold(text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT unaccent('unaccent'::regdictionary,
+        normalize(regexp_replace($1, '[\u00AD\u200B-\u200D\u2060\uFEFF]', '', 'g'), NFKC))
+$$;
+
+CREATE OR REPLACE FUNCTION pkb_search_vector(title text, tags text[], body text) RETURNS tsvector
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT setweight(to_tsvector('simple', pkb_fold(title)), 'A')
+        || setweight(to_tsvector('simple', pkb_fold(array_to_string(tags, ' '))), 'B')
+        || setweight(to_tsvector('simple', pkb_fold(body)), 'C')
+$$;
+
+CREATE OR REPLACE FUNCTION pkb_query(text) RETURNS tsquery
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT to_tsquery('simple', regexp_replace(
+        plainto_tsquery('simple', pkb_fold($1))::text,
+        '''(\s|$)', ''':*\1', 'g'))
+$$;
+
+UPDATE pkb_notes SET search = pkb_search_vector(title, tags, body);
+"#;
+
 /// Every migration, in order: `MIGRATIONS[n]` takes version `n` to `n + 1`.
-const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2];
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2, V3];
 
 /// Makes (when `create`) or migrates the schema; refuses a database a newer PKB migrated,
 /// and without `create` one that holds no PKB schema.

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
-use crate::framework::context::lock;
+use crate::locks::lock;
 
 /// A write waiting for its group. Writes can run twice (see the module's notes), so they
 /// are `Fn`.

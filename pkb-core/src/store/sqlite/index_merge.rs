@@ -8,7 +8,7 @@
 
 use rusqlite::Connection;
 
-use crate::store::Upkeep;
+use crate::store::MergeProgress;
 
 /// Segments the index may hold before [`step`] merges them all into one.
 pub(super) const MAX_SEGMENTS: i64 = 8;
@@ -26,7 +26,7 @@ pub(super) fn segments(conn: &Connection) -> rusqlite::Result<i64> {
 
 /// Merges up to [`PAGES_PER_STEP`] pages; `start` begins a merge of every segment into one,
 /// otherwise the merge under way goes on. Run inside a write transaction.
-pub(super) fn step(conn: &Connection, start: bool) -> rusqlite::Result<Upkeep> {
+pub(super) fn step(conn: &Connection, start: bool) -> rusqlite::Result<MergeProgress> {
     let before = conn.total_changes();
     // A negative page count puts every segment on one level first, so that all of them merge
     // (FTS5's "merge" command); a positive one carries on the merge already started.
@@ -41,9 +41,9 @@ pub(super) fn step(conn: &Connection, start: bool) -> rusqlite::Result<Upkeep> {
     )?;
     // FTS5 documents a change count that grew by 2 or more as "work was done".
     Ok(if conn.total_changes() - before >= 2 {
-        Upkeep::More
+        MergeProgress::More
     } else {
-        Upkeep::Done
+        MergeProgress::Done
     })
 }
 
@@ -109,7 +109,7 @@ pub(in crate::store) mod tests {
         let found = results(&backend);
 
         let mut steps = 0;
-        while backend.tidy_index_step().expect("merge step") == Upkeep::More {
+        while backend.merge_index_step().expect("merge step") == MergeProgress::More {
             steps += 1;
             assert!(steps < 1_000, "the merge ends");
         }
@@ -132,7 +132,7 @@ pub(in crate::store) mod tests {
         let backend = written_one_by_one(usize::try_from(MAX_SEGMENTS).unwrap());
         let before = count(&backend);
         assert_eq!(before, MAX_SEGMENTS);
-        assert_eq!(backend.tidy_index_step().unwrap(), Upkeep::Done);
+        assert_eq!(backend.merge_index_step().unwrap(), MergeProgress::Done);
         assert_eq!(count(&backend), before);
     }
 
@@ -155,10 +155,10 @@ pub(in crate::store) mod tests {
         let mut steps = 0;
         while first_more || second_more {
             if first_more {
-                first_more = first.tidy_index_step().unwrap() == Upkeep::More;
+                first_more = first.merge_index_step().unwrap() == MergeProgress::More;
             }
             if second_more {
-                second_more = second.tidy_index_step().unwrap() == Upkeep::More;
+                second_more = second.merge_index_step().unwrap() == MergeProgress::More;
             }
             steps += 1;
             assert!(steps < 1_000, "the merges end");
@@ -171,11 +171,11 @@ pub(in crate::store) mod tests {
     #[test]
     fn writes_between_steps_are_kept_and_found() {
         let backend = written_one_by_one(14);
-        assert_eq!(backend.tidy_index_step().unwrap(), Upkeep::More);
+        assert_eq!(backend.merge_index_step().unwrap(), MergeProgress::More);
         backend
             .put(note(100), PutMode::CreateOnly)
             .expect("a write between two steps");
-        while backend.tidy_index_step().unwrap() == Upkeep::More {}
+        while backend.merge_index_step().unwrap() == MergeProgress::More {}
         backend.verify().expect("sound after the merge");
         let hits = backend.search("number 100", &[], 10).unwrap();
         assert_eq!(hits.first().map(|h| h.id.as_str()), Some("note-100"));

@@ -3,7 +3,7 @@
 //! a query. Any commit, by any process, makes every entry stale at once; see
 //! [`super::change_watch`].
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
 use quick_cache::Weighter;
 use quick_cache::unsync::Cache;
@@ -77,9 +77,8 @@ impl NoteCache {
     }
 
     fn lock(&self) -> MutexGuard<'_, Kept> {
-        // Every change under the lock leaves `Kept` whole, so a panic elsewhere holding it
-        // (there is none) could not leave it half-done.
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        // Every change under the lock leaves `Kept` whole.
+        crate::locks::lock(&self.inner)
     }
 }
 

@@ -10,7 +10,7 @@
 //! before open returns instead.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -134,7 +134,7 @@ impl PageCheck {
 
     fn join(&self, cancel: bool) {
         // Held until the thread has ended, so a second caller waits too.
-        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut running = crate::locks::lock(&self.running);
         if let Some((thread, interrupt)) = running.take() {
             if cancel {
                 self.cancel.store(true, Ordering::Relaxed);

@@ -8,10 +8,10 @@ pub(super) const APPLICATION_ID: i32 = 0x504B_4231;
 /// Schema migrations; entry `n` takes a store from version `n` to `n + 1`.
 ///
 /// Append only: a released entry never changes, since stores in the field already ran it.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes and the newest it reads.
-pub(super) const SCHEMA_VERSION: i64 = 3;
+pub(super) const SCHEMA_VERSION: i64 = 4;
 
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -73,8 +73,8 @@ INSERT INTO search_stats (id, notes, tokens) VALUES (1, 0, 0);
 /// The FTS5 index again, now also keeping the notes of every 2- and 3-character prefix (its
 /// `prefix` option), rebuilt from the notes. A short query word is a prefix of tens of terms;
 /// with the prefix kept, FTS5 reads one doclist for it instead of stepping or seeking every
-/// term's (see `ranked`). FTS5 counts these lengths in characters, as query words are cut.
-/// Merged into one segment, as `Store::tidy_index` leaves an index: a rebuild leaves several,
+/// term's (see `search_planner`). FTS5 counts these lengths in characters, as query words are cut.
+/// Merged into one segment, as `Store::merge_index` leaves an index: a rebuild leaves several,
 /// too few for the server's own merge to start, and each one costs every search a seek.
 const V3: &str = r#"
 DROP TABLE notes_fts;
@@ -89,7 +89,31 @@ INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
 INSERT INTO notes_fts (notes_fts) VALUES ('optimize');
 "#;
 
-/// The prefix lengths, in characters, whose notes V3's index keeps (its `prefix` option).
+/// The search index and its vocabulary again, now of the notes folded as ids are
+/// ([`crate::fold`]): the index reads them through the `notes_folded` view, `pkb_fold`
+/// being registered on every connection, and the vocabulary is counted again from it
+/// ([`upgrade`]). Full-width, mathematical and look-alike letters, ligatures and `ß` then
+/// find the words they read as, and a zero-width character no longer splits a word.
+const V4: &str = r#"
+CREATE VIEW notes_folded AS
+    SELECT seq, pkb_fold(title) AS title, pkb_fold(tags) AS tags, pkb_fold(body) AS body
+    FROM notes;
+DROP TABLE notes_fts;
+CREATE VIRTUAL TABLE notes_fts USING fts5 (
+    title, tags, body,
+    content = 'notes_folded',
+    content_rowid = 'seq',
+    tokenize = 'unicode61 remove_diacritics 2',
+    prefix = '2 3'
+);
+INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
+INSERT INTO notes_fts (notes_fts) VALUES ('optimize');
+DELETE FROM note_terms;
+DELETE FROM search_terms;
+UPDATE search_stats SET notes = 0, tokens = 0 WHERE id = 1;
+"#;
+
+/// The prefix lengths, in characters, whose notes the index keeps (its `prefix` option).
 pub(super) const KEPT_PREFIX_CHARS: [usize; 2] = [2, 3];
 
 /// Tables a current store must have; their absence means damage, not a new store.
@@ -232,13 +256,13 @@ fn describe_foreign(app_id: i32, tables: &[String]) -> String {
 /// half a schema, and seeding happens exactly once.
 pub(super) fn upgrade(conn: &Connection, from: i64, seed: bool) -> rusqlite::Result<()> {
     let start = usize::try_from(from).unwrap_or(0);
-    for (version, migration) in MIGRATIONS.iter().enumerate().skip(start) {
+    for migration in MIGRATIONS.iter().skip(start) {
         conn.execute_batch(migration)?;
-        // Version 2's vocabulary starts empty; a store that already has notes fills it from
-        // them, right after the tables exist and before any later migration.
-        if version + 1 == 2 && from == 1 {
-            super::terms::backfill(conn)?;
-        }
+    }
+    // Version 4 empties the vocabulary (version 2 made it empty); a store that already has
+    // notes counts it again from them.
+    if from > 0 && from < 4 {
+        super::terms::backfill(conn)?;
     }
     if from == 0 {
         conn.pragma_update(None, "application_id", APPLICATION_ID)?;
@@ -263,5 +287,6 @@ mod tests {
         let lengths: Vec<String> = KEPT_PREFIX_CHARS.iter().map(usize::to_string).collect();
         let option = format!("prefix = '{}'", lengths.join(" "));
         assert!(V3.contains(&option), "V3 declares {option}");
+        assert!(V4.contains(&option), "V4 declares {option}");
     }
 }

@@ -216,9 +216,10 @@ fn counted_terms(
 }
 
 /// Fills `search_terms`, `note_terms` and `search_stats` for the notes already stored, when
-/// a store from before them is upgraded.
+/// a store from before them is upgraded or its indexes are rebuilt: from the notes folded, as
+/// the index holds them.
 pub(super) fn backfill(conn: &Connection) -> rusqlite::Result<()> {
-    let mut notes = conn.prepare("SELECT seq, title, tags, body FROM notes ORDER BY seq")?;
+    let mut notes = conn.prepare("SELECT seq, title, tags, body FROM notes_folded ORDER BY seq")?;
     let mut rows = notes.query([])?;
     while let Some(row) = rows.next()? {
         index_terms(

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use crate::framework::context::lock;
+use crate::locks::lock;
 
 /// What identifies a file on its disk: device and inode.
 type FileIdentity = (u64, u64);

@@ -22,7 +22,7 @@ use tokio::sync::Notify;
 use crate::Registry;
 use crate::auth::{Authenticator, Principal, Scopes, User};
 use crate::framework::access::Access;
-use crate::framework::context::lock;
+use crate::locks::lock;
 use crate::transport::MAX_MESSAGE_BYTES;
 
 /// How long a client may take to send a request's body.

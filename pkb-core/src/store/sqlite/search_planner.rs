@@ -7,7 +7,7 @@
 //!
 //! - FTS5 with the words' exact terms ORed (no prefix merge at search time; a 2- or
 //!   3-character word is the prefix the index keeps merged, see [`prefix_kept`]), scored by
-//!   `pkb_rank` ([`super::rank_function`]), which takes the IDFs from the vocabulary where
+//!   `pkb_rank` ([`super::bm25_rank`]), which takes the IDFs from the vocabulary where
 //!   `bm25()` would walk every word's doclist to count its notes;
 //! - candidates newest first from the rarest word's exact terms through FTS5, or from the tag
 //!   index under a tag filter, each checked for every word and scored here from the counts
@@ -110,7 +110,7 @@ pub(super) enum Plan {
     Fts5Prefixes,
 }
 
-/// An FTS5 query of the words' exact terms, and what `pkb_rank` ([`super::rank_function`])
+/// An FTS5 query of the words' exact terms, and what `pkb_rank` ([`super::bm25_rank`])
 /// needs to score its matches as [`Scorer`] does.
 #[derive(Debug, PartialEq)]
 pub(super) struct Fts5Terms {
@@ -635,7 +635,7 @@ fn expand(conn: &Connection, prefix: &str) -> rusqlite::Result<Option<(Word, Vec
 }
 
 /// Whether FTS5 keeps the notes of every term starting with `prefix` together, as it does for
-/// prefixes of the lengths in the index's `prefix` option (schema version 3).
+/// prefixes of the lengths in the index's `prefix` option (schema version 3 on).
 fn prefix_kept(prefix: &str) -> bool {
     super::schema::KEPT_PREFIX_CHARS.contains(&prefix.chars().count())
 }

@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::McpServer;
-use crate::framework::context::lock;
+use crate::locks::lock;
 
 /// How long the end of input waits for calls still being answered: what rmcp's loop allows its
 /// own handlers then.
@@ -47,7 +47,7 @@ pub(super) const END_OF_INPUT_WAIT: Duration = Duration::from_secs(5);
 
 /// How long closing waits for them otherwise (the service was cancelled, as on SIGTERM). What
 /// could only finish through rmcp's stopped loop (a notification, a sampling request) gives up
-/// at once (see [`DirectCalls::stopping`]), so what is left is the store's work: a burst of
+/// at once (see [`InlineToolCalls::stopping`]), so what is left is the store's work: a burst of
 /// pipelined writes, each with its fsync, took over the 2 s rmcp allows its own handlers, and
 /// notes were then saved that were never answered.
 pub(super) const CLOSE_WAIT: Duration = END_OF_INPUT_WAIT;
@@ -55,7 +55,7 @@ pub(super) const CLOSE_WAIT: Duration = END_OF_INPUT_WAIT;
 /// Answers plain tool calls for one session, from inside its [`LineTransport`].
 ///
 /// [`LineTransport`]: super::LineTransport
-pub struct DirectCalls {
+pub struct InlineToolCalls {
     server: McpServer,
     /// Calls being answered, by request ID, so a cancellation can find them; each with the
     /// ticket of the call that registered it, in case a client reuses an ID while it runs.
@@ -65,7 +65,7 @@ pub struct DirectCalls {
     wait_deadline: OnceLock<tokio::time::Instant>,
 }
 
-impl DirectCalls {
+impl InlineToolCalls {
     /// Direct answers from `server`'s handler, from the moment it has answered `initialize`.
     pub fn new(server: McpServer) -> Arc<Self> {
         Arc::new(Self {

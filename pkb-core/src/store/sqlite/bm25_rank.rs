@@ -9,7 +9,7 @@
 //! Arguments: `words` has one byte per phrase of the MATCH expression, the query word the
 //! phrase belongs to; `idfs` holds each word's IDF as a little-endian `f64`; `average_length` is
 //! the tokens per note. A word's frequency is the sum of its phrases' instances weighted by
-//! column ([`WEIGHTS`]), so the score is the one [`super::ranked`] computes from the stored
+//! column ([`WEIGHTS`]), so the score is the one [`super::search_planner`] computes from the stored
 //! counts, positive, higher is better.
 //!
 //! An optional fifth argument, the number of results the query keeps, lets it skip rows: a row
@@ -24,7 +24,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use rusqlite::{Connection, ffi};
 
-use super::ranked::bm25;
+use super::search_planner::bm25;
 use super::terms::WEIGHTS;
 
 /// The SQL name of the function.

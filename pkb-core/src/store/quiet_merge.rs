@@ -11,21 +11,21 @@ use tokio::sync::Notify;
 
 use super::{NoteBackend, StoreError};
 
-/// Whether more index upkeep remains after a step.
+/// Whether more of the index merge remains after a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Upkeep {
+pub enum MergeProgress {
     /// Nothing left to merge.
     Done,
     /// A merge is under way; call again.
     More,
 }
 
-/// The writes made through one store's handles, announced to the upkeep.
+/// The writes made through one store's handles, announced to the index merge.
 #[derive(Debug, Default)]
 pub(super) struct Writes(Notify);
 
 impl Writes {
-    /// Wakes the upkeep after a write.
+    /// Wakes the index merge after a write.
     pub(super) fn record(&self) {
         // A permit is kept when nobody waits, so a write made mid-merge is not missed.
         self.0.notify_one();
@@ -33,8 +33,8 @@ impl Writes {
 }
 
 /// Runs one step of index merging on tokio's blocking pool, as writes run.
-async fn step(backend: Arc<dyn NoteBackend>) -> Result<Upkeep, StoreError> {
-    tokio::task::spawn_blocking(move || backend.tidy_index_step())
+async fn step(backend: Arc<dyn NoteBackend>) -> Result<MergeProgress, StoreError> {
+    tokio::task::spawn_blocking(move || backend.merge_index_step())
         .await
         .map_err(|e| StoreError::Unavailable(e.to_string()))?
 }
@@ -42,7 +42,7 @@ async fn step(backend: Arc<dyn NoteBackend>) -> Result<Upkeep, StoreError> {
 /// Merges the index after a `quiet` spell without requests (the backend's
 /// [`NoteBackend::requests_made`] standing still) once it starts, and after each write. Ends
 /// with the runtime, or once the store is gone when it next wakes.
-pub(super) async fn keep_tidy(
+pub(super) async fn merge_when_quiet(
     backend: Weak<dyn NoteBackend>,
     writes: Arc<Writes>,
     quiet: Duration,
@@ -66,9 +66,9 @@ pub(super) async fn keep_tidy(
                 return;
             };
             match step(store).await {
-                Ok(Upkeep::More) if requests() == started => continue,
-                Ok(Upkeep::More) => break,
-                Ok(Upkeep::Done) => {
+                Ok(MergeProgress::More) if requests() == started => continue,
+                Ok(MergeProgress::More) => break,
+                Ok(MergeProgress::Done) => {
                     writes.0.notified().await;
                     break;
                 }
@@ -103,7 +103,7 @@ mod tests {
     async fn the_index_is_merged_after_the_start_and_after_each_burst_of_writes() {
         let backend = written_one_by_one(14);
         let store = Store::from_backend(Arc::clone(&backend) as Arc<dyn NoteBackend>);
-        let _upkeep = store.spawn_index_upkeep(Duration::from_millis(50));
+        let _index_merge = store.spawn_index_merge(Duration::from_millis(50));
         merged(&backend).await;
 
         for i in 100..114 {
@@ -121,7 +121,7 @@ mod tests {
     async fn reads_put_the_merge_off() {
         let backend = written_one_by_one(14);
         let store = Store::from_backend(Arc::clone(&backend) as Arc<dyn NoteBackend>);
-        let _upkeep = store.spawn_index_upkeep(Duration::from_secs(1));
+        let _index_merge = store.spawn_index_merge(Duration::from_secs(1));
         let reading = Instant::now();
         while reading.elapsed() < Duration::from_millis(2_500) {
             store.search("deploy", &[], 10).await.expect("search");

@@ -27,7 +27,7 @@ async fn a_quiet_server_merges_the_segments_its_writes_added() {
         let written = call(
             &client,
             "write",
-            json!({"title": format!("Upkeep note {i}"), "body": format!("merged words {i}")}),
+            json!({"title": format!("MergeProgress note {i}"), "body": format!("merged words {i}")}),
         )
         .await;
         structured(&written);

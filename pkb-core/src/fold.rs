@@ -1,0 +1,106 @@
+//! How text is compared: note ids and search fold it alike, so that what reads alike is one
+//! word. `Ｃａｆé` (full-width), `𝐂𝐚𝐟𝐞` (mathematical), `cаfе` (Cyrillic а and е),
+//! `caf\u{AD}e`
+//! (a soft hyphen) and `ca\u{200D}fe` (a zero-width joiner) all read `cafe`; `Straße`
+//! reads `strasse` and `ﬁle` reads `file`.
+//!
+//! Compatibility forms are folded first (NFKC), then the characters that join a word without
+//! showing are dropped, then each character is transliterated to ASCII (deunicode). Emoji and
+//! other pictographs stay apart: they separate words.
+
+use std::borrow::Cow;
+
+use unicode_normalization::UnicodeNormalization;
+
+/// One character of text, folded.
+pub(crate) enum Folded {
+    /// An ASCII character, unchanged.
+    Ascii(char),
+    /// The ASCII text a character is transliterated to (`ß` is `ss`, `中` is `Zhong `).
+    Transliterated(&'static str),
+    /// A pictograph, or a character with no transliteration: it separates words.
+    Apart(char),
+}
+
+/// The characters of `text`, folded.
+pub(crate) fn fold_chars(text: &str) -> impl Iterator<Item = Folded> + '_ {
+    text.nfkc().filter(|&c| !joins_unseen(c)).map(|c| match c {
+        _ if c.is_ascii() => Folded::Ascii(c),
+        _ if is_pictograph(c) => Folded::Apart(c),
+        _ => deunicode::deunicode_char(c).map_or(Folded::Apart(c), Folded::Transliterated),
+    })
+}
+
+/// `text` as the search index holds it and queries look for it: folded, with what stays
+/// apart kept as it is (the index's tokenizer separates words at it).
+pub fn fold_for_search(text: &str) -> Cow<'_, str> {
+    if text.is_ascii() {
+        return Cow::Borrowed(text);
+    }
+    let mut folded = String::with_capacity(text.len());
+    for piece in fold_chars(text) {
+        match piece {
+            Folded::Ascii(c) | Folded::Apart(c) => folded.push(c),
+            Folded::Transliterated(ascii) => folded.push_str(ascii),
+        }
+    }
+    Cow::Owned(folded)
+}
+
+/// Characters that show nothing and join the letters around them: inside a word they must
+/// not split it, or a look-alike of the word could exist beside it.
+fn joins_unseen(c: char) -> bool {
+    matches!(
+        c,
+        '\u{AD}'       // soft hyphen
+        | '\u{200B}'   // zero width space
+        | '\u{200C}'   // zero width non-joiner
+        | '\u{200D}'   // zero width joiner
+        | '\u{2060}'   // word joiner
+        | '\u{FEFF}' // zero width no-break space (byte order mark)
+    )
+}
+
+/// Emoji, dingbats and pictographic symbols, with the selectors that build emoji sequences.
+fn is_pictograph(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x20E3                  // combining enclosing keycap
+        | 0x2300..=0x23FF       // miscellaneous technical (⌚, ⏰)
+        | 0x25A0..=0x27BF       // geometric shapes, miscellaneous symbols, dingbats
+        | 0x2B00..=0x2BFF       // miscellaneous symbols and arrows (⭐)
+        | 0xFE00..=0xFE0F       // variation selectors
+        | 0x1F000..=0x1FBFF     // mahjong to legacy computing: every emoji block
+        | 0xE0000..=0xE007F // tag characters (subdivision flags)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fold_for_search;
+
+    #[test]
+    fn look_alikes_fold_to_one_word() {
+        for text in [
+            "Ｃａｆé",
+            "𝐂𝐚𝐟𝐞",
+            "c\u{430}f\u{435}",
+            "caf\u{AD}e",
+            "ca\u{200D}fé",
+            "Cafe\u{301}",
+        ] {
+            assert_eq!(fold_for_search(text).to_lowercase(), "cafe", "{text:?}");
+        }
+        assert_eq!(fold_for_search("Straße"), "Strasse");
+        assert_eq!(fold_for_search("ﬁle"), "file");
+    }
+
+    #[test]
+    fn ascii_is_unchanged_and_pictographs_stay_apart() {
+        assert!(matches!(
+            fold_for_search("plain text"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(fold_for_search("🚀 launch"), "🚀 launch");
+    }
+}
