@@ -4,6 +4,7 @@ mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 fn pkb(args: &[&str]) -> std::process::Output {
     Command::new(support::server_binary())
@@ -152,6 +153,116 @@ fn check_calls_a_store_another_process_holds_locked_busy_not_damaged() {
         output.status.success(),
         "once the lock is gone it checks sound"
     );
+}
+
+#[test]
+fn a_writer_gets_its_turn_between_another_process_s_busy_transactions() {
+    let (_dir, path) = support::temp_store();
+    assert!(
+        pkb(&["--db", &path, "call", "fetch", r#"{"id": "todo"}"#])
+            .status
+            .success()
+    );
+    // Another process that writes constantly: it holds the write lock 60 ms at a time and lets
+    // it go for 0.3 ms in between, until this write is answered (8 s at most). A writer that
+    // looks for the lock only now and then (SQLite's own wait sleeps up to 100 ms between
+    // looks) found it held every time and gave up after 5 s, in every run; one that looks every
+    // millisecond gets a turn in one of the gaps, within a few cycles.
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy = {
+        let (path, answered) = (path.clone(), std::sync::Arc::clone(&answered));
+        std::thread::spawn(move || {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.busy_timeout(Duration::from_secs(5)).unwrap();
+            let started = std::time::Instant::now();
+            while !answered.load(std::sync::atomic::Ordering::Relaxed)
+                && started.elapsed() < Duration::from_secs(8)
+            {
+                conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+                std::thread::sleep(Duration::from_millis(60));
+                conn.execute_batch("COMMIT").unwrap();
+                std::thread::sleep(Duration::from_micros(300));
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let write = pkb(&[
+        "--db",
+        &path,
+        "call",
+        "write",
+        r#"{"title": "My turn", "body": "between two of theirs"}"#,
+    ]);
+    answered.store(true, std::sync::atomic::Ordering::Relaxed);
+    busy.join().unwrap();
+    let said = String::from_utf8_lossy(&write.stdout).into_owned()
+        + &String::from_utf8_lossy(&write.stderr);
+    assert!(write.status.success(), "the write got no turn: {said}");
+}
+
+#[test]
+fn a_store_this_process_can_only_read_is_warned_of_at_start_and_each_write_says_why() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    let mode = |path: &str, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let (dir, path) = support::temp_store();
+    assert!(
+        pkb(&["--db", &path, "call", "fetch", r#"{"id": "todo"}"#])
+            .status
+            .success()
+    );
+    // Another user's server, still running, keeps the -shm it made: this one may only read it.
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other
+        .query_row("SELECT count(*) FROM notes", [], |r| r.get::<_, i64>(0))
+        .unwrap();
+    mode(&format!("{path}-shm"), 0o444);
+    mode(&path, 0o666);
+    mode(&format!("{path}-wal"), 0o666);
+    mode(dir.path().to_str().unwrap(), 0o777);
+    // Root may write any file, so the server then runs as nobody, for whom the modes hold; from
+    // a copy in the temporary folder, which nobody may run wherever the build is.
+    let as_root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
+    let binary = dir.path().join("pkb-server");
+    std::fs::copy(support::server_binary(), &binary).unwrap();
+    mode(binary.to_str().unwrap(), 0o755);
+    let run = |args: &[&str]| {
+        let mut command = Command::new(&binary);
+        command
+            .args(args)
+            .env_remove("PKB_DB")
+            .env_remove("RUST_LOG");
+        if as_root {
+            command.uid(65534).gid(65534);
+        }
+        command.output().expect("run pkb-server")
+    };
+    let write = run(&[
+        "--db",
+        &path,
+        "call",
+        "write",
+        r#"{"title": "Lost", "body": "b"}"#,
+    ]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&write.stdout),
+        String::from_utf8_lossy(&write.stderr)
+    );
+    assert!(!write.status.success(), "{said}");
+    assert!(
+        said.contains("can only read the store") && said.contains("every write will fail"),
+        "warned at start: {said}"
+    );
+    assert!(
+        said.matches("can only read the store").count() >= 2,
+        "the write's own error says why too: {said}"
+    );
+    let read = run(&["--db", &path, "call", "fetch", r#"{"id": "todo"}"#]);
+    assert!(read.status.success(), "reads still work");
+    drop(other);
 }
 
 #[test]

@@ -84,6 +84,16 @@ impl Drop for Server {
     }
 }
 
+/// How many notes the store at `path` lists, as a new server reads its index resource.
+fn notes_in(path: &str) -> usize {
+    let mut server = Server::start(&["--db", path]);
+    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "pkb://notes"}}));
+    let answer = server.answer();
+    let index: Value =
+        serde_json::from_str(answer["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+    index["notes"].as_array().unwrap().len()
+}
+
 fn tool_call(id: u64, name: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
 }
@@ -261,14 +271,62 @@ fn four_servers_on_one_store_write_and_search_side_by_side() {
     for handle in handles {
         handle.join().expect("a server process failed");
     }
-    let mut server = Server::start(&["--db", &path]);
-    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "pkb://notes"}}));
-    let answer = server.answer();
-    let index: Value =
-        serde_json::from_str(answer["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(
-        index["notes"].as_array().unwrap().len(),
+        notes_in(&path),
         3 + 4 * 50,
+        "every write of every process is there"
+    );
+}
+
+/// The load the README promises writers: sixteen processes on one file, each pipelining fifty
+/// writes of 10,000 characters, every one saved, none refused for another's lock.
+#[test]
+fn sixteen_servers_pipelining_large_writes_on_one_store_each_get_every_write_saved() {
+    const SERVERS: u64 = 16;
+    const WRITES: u64 = 50;
+    let (_dir, path) = support::temp_store();
+    drop(Server::start(&["--db", &path]));
+    let servers: Vec<Server> = (0..SERVERS)
+        .map(|_| Server::start(&["--db", &path]))
+        .collect();
+    let body = "a fair turn for every writer ".repeat(400);
+    let body = &body[..10_000];
+    // Every burst is written before any answer is read, so the writers overlap.
+    let bursts: Vec<String> = (0..SERVERS)
+        .map(|process| {
+            (0..WRITES)
+                .map(|n| {
+                    let arguments = json!({"title": format!("P{process} note {n}"), "body": body});
+                    tool_call(process * 1000 + n, "write", arguments).to_string() + "\n"
+                })
+                .collect()
+        })
+        .collect();
+    let handles: Vec<_> = servers
+        .into_iter()
+        .zip(bursts)
+        .map(|(mut server, burst)| {
+            std::thread::spawn(move || {
+                server.stdin.write_all(burst.as_bytes()).unwrap();
+                let refused: Vec<Value> = (0..WRITES)
+                    .map(|_| server.answer())
+                    .filter(|a| a["result"]["isError"] == true || a.get("error").is_some())
+                    .collect();
+                refused
+            })
+        })
+        .collect();
+    let refused: Vec<Value> = handles
+        .into_iter()
+        .flat_map(|h| h.join().expect("a server's client thread failed"))
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "writes refused under the promised load: {refused:?}"
+    );
+    assert_eq!(
+        notes_in(&path),
+        usize::try_from(3 + SERVERS * WRITES).unwrap(),
         "every write of every process is there"
     );
 }

@@ -23,10 +23,12 @@ mod page_check;
 
 mod bm25_rank;
 mod fold_function;
+mod lock_wait;
 mod schema;
 mod search_planner;
 mod terms;
 mod wal_watch;
+mod write_probe;
 
 use self::change_watch::ChangeWatch;
 use self::group_commit::WriteQueue;
@@ -80,7 +82,8 @@ impl Default for StoreOptions {
     }
 }
 
-/// How long a connection waits for another one's lock before giving up with "busy".
+/// How long a connection waits for another one's lock before giving up with "busy"
+/// ([`lock_wait`]).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Prepared statements kept per connection; the store uses fewer than this.
 const STATEMENT_CACHE: usize = 32;
@@ -194,8 +197,7 @@ impl SqliteBackend {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|e| open_error(Box::new(e)))?;
-        conn.busy_timeout(BUSY_TIMEOUT)
-            .map_err(|e| open_error(Box::new(e)))?;
+        lock_wait::wait_for_locks(&conn).map_err(|e| open_error(Box::new(e)))?;
         // Closing the last connection checkpoints the WAL into the main file. A foreign WAL
         // database with pending frames must not be touched, so that stays off until the file
         // is known to be ours.
@@ -290,6 +292,9 @@ impl SqliteBackend {
         backend
             .allow_checkpoints(&lock(&backend.writer))
             .map_err(|e| open_error(Box::new(e)))?;
+        if let Some(why) = write_probe::cannot_write(&lock(&backend.writer)) {
+            tracing::warn!(path = %path.display(), "{why}; every write will fail");
+        }
         Ok(backend)
     }
 
@@ -345,10 +350,20 @@ impl SqliteBackend {
                 }
             }
             _ => StoreError::Backend {
-                context: match &self.path {
-                    Some(path) => format!("cannot {action} in {}", path.display()),
-                    None => format!("cannot {action} in the in-memory store"),
-                },
+                context: format!(
+                    "cannot {action} in {}{}",
+                    self.label(),
+                    match e.sqlite_error_code() {
+                        Some(rusqlite::ErrorCode::ReadOnly) =>
+                            format!(" ({})", write_probe::READ_ONLY),
+                        // A disk that fails to read or write says nothing of the file itself.
+                        Some(rusqlite::ErrorCode::SystemIoFailure) => " (the disk failed to \
+                            read or write it; the file is not known to be damaged: check the \
+                            disk, then run `pkb-server check`)"
+                            .to_owned(),
+                        _ => String::new(),
+                    }
+                ),
                 source: Box::new(e),
             },
         }
@@ -397,7 +412,8 @@ impl SqliteBackend {
         self.read_quietly(action, f)
     }
 
-    /// [`Self::read`] for the store's own background work (page check, index merge), which must not end a quiet spell.
+    /// [`Self::read`] for the store's own background work (page check, index merge), which
+    /// must not end a quiet spell.
     fn read_quietly<T>(
         &self,
         action: &'static str,
@@ -469,9 +485,10 @@ impl SqliteBackend {
         self.write_quietly(action, f)
     }
 
-    /// [`Self::write`] for the store's own background work (page check, index merge), which must not end a quiet spell. Taking
-    /// the write lock up front means waiting for other writers honours the busy timeout; a
-    /// deferred transaction that upgrades from read to write gets SQLITE_BUSY at once instead.
+    /// [`Self::write`] for the store's own background work (page check, index merge), which
+    /// must not end a quiet spell. Taking the write lock up front means waiting for other
+    /// writers honours the busy timeout; a deferred transaction that upgrades from read to
+    /// write gets SQLITE_BUSY at once instead.
     fn write_quietly<T>(
         &self,
         action: &'static str,
@@ -633,7 +650,7 @@ fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
-    conn.busy_timeout(BUSY_TIMEOUT)?;
+    lock_wait::wait_for_locks(&conn)?;
     // Not `query_only`: a search writes query words into this connection's own TEMP table to
     // have FTS5 tokenize them. The store's files are only ever written by the writer.
     prepare_for_search(&conn)?;
@@ -1256,5 +1273,34 @@ impl NoteBackend for SqliteBackend {
                 source: reason.into(),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(code: std::ffi::c_int) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
+    }
+
+    #[test]
+    fn a_disk_that_fails_is_not_called_damage_nor_a_lock_busy() {
+        let backend = SqliteBackend::open_in_memory(false).unwrap();
+        let io = backend.fail("save the note")(failure(rusqlite::ffi::SQLITE_IOERR_READ));
+        let text = io.to_string();
+        assert!(
+            matches!(io, StoreError::Backend { .. })
+                && text.contains("the disk failed to read or write it")
+                && text.contains("not known to be damaged")
+                && !text.contains("restore"),
+            "{text}"
+        );
+        let read_only = backend.fail("save the note")(failure(rusqlite::ffi::SQLITE_READONLY));
+        assert!(
+            read_only.to_string().contains(write_probe::READ_ONLY),
+            "{read_only}"
+        );
+        assert!(backend.damage().is_none(), "no damage is on record");
     }
 }
