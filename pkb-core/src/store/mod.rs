@@ -488,7 +488,8 @@ impl Store {
         self.engine.ids_with_prefix(&prefix, limit).await
     }
 
-    /// Sorted distinct tags that start with `prefix`; every character of `prefix` is literal.
+    /// Sorted distinct tags that start with `prefix`, normalised as tags are (trimmed and
+    /// lowercased); every character left is literal.
     pub async fn tags_with_prefix(
         &self,
         prefix: &str,

@@ -203,7 +203,7 @@ impl SqliteBackend {
         // is known to be ours.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
             .map_err(|e| open_error(Box::new(e)))?;
-        // The page check below reads the search index through `pkb_fold`.
+        // Whatever reads the search index's content (a rebuild, a migration) needs `pkb_fold`.
         fold_function::register(&conn).map_err(|e| open_error(Box::new(e)))?;
 
         // Everything up to here only read. Look at the file inside one read transaction
@@ -292,7 +292,9 @@ impl SqliteBackend {
         backend
             .allow_checkpoints(&lock(&backend.writer))
             .map_err(|e| open_error(Box::new(e)))?;
-        if let Some(why) = write_probe::cannot_write(&lock(&backend.writer)) {
+        if let Some(why) = write_probe::cannot_write(&lock(&backend.writer))
+            .map_err(|e| open_error(Box::new(e)))?
+        {
             tracing::warn!(path = %path.display(), "{why}; every write will fail");
         }
         Ok(backend)
@@ -1198,17 +1200,12 @@ impl NoteBackend for SqliteBackend {
 
     fn rebuild_indexes(&self) -> Result<u64, StoreError> {
         self.write_alone("rebuild the indexes", |tx| {
-            // FTS5 re-reads its external content, the notes table, for 'rebuild'.
             tx.execute_batch(
                 "DELETE FROM note_tags;
                  INSERT OR IGNORE INTO note_tags (tag, note)
-                     SELECT json_each.value, notes.seq FROM notes, json_each(notes.tags);
-                 DELETE FROM note_terms;
-                 DELETE FROM search_terms;
-                 UPDATE search_stats SET notes = 0, tokens = 0 WHERE id = 1;",
+                     SELECT json_each.value, notes.seq FROM notes, json_each(notes.tags);",
             )?;
-            terms::backfill(tx)?;
-            tx.execute("INSERT INTO notes_fts (notes_fts) VALUES ('rebuild')", [])?;
+            schema::rebuild_search_index(tx)?;
             tx.query_row("SELECT count(*) FROM notes", [], |r| r.get(0))
         })
     }

@@ -84,7 +84,7 @@ const V3: &str = r#"
 CREATE FUNCTION pkb_fold(text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT unaccent('unaccent'::regdictionary,
-        normalize(regexp_replace($1, '[\u00AD\u200B-\u200D\u2060\uFEFF]', '', 'g'), NFKC))
+        normalize(regexp_replace($1, E'[\u00AD\u200B-\u200D\u2060\uFEFF]', '', 'g'), NFKC))
 $$;
 
 CREATE OR REPLACE FUNCTION pkb_search_vector(title text, tags text[], body text) RETURNS tsvector

@@ -4,6 +4,7 @@
 
 use rusqlite::Connection;
 use rusqlite::functions::FunctionFlags;
+use rusqlite::types::ValueRef;
 
 use crate::fold::fold_for_search;
 
@@ -19,10 +20,14 @@ pub(super) fn register(conn: &Connection) -> rusqlite::Result<()> {
             | FunctionFlags::SQLITE_DETERMINISTIC
             | FunctionFlags::SQLITE_INNOCUOUS,
         |ctx| {
-            let text = ctx.get_raw(0).as_str().map_err(|e| {
-                rusqlite::Error::UserFunctionError(format!("{NAME} takes text: {e}").into())
-            })?;
-            Ok(fold_for_search(text).into_owned())
+            // The columns hold UTF-8 text; a row edited from outside that holds anything else
+            // is folded as best it can be rather than failing a rebuild or a check.
+            Ok(match ctx.get_raw(0) {
+                ValueRef::Text(bytes) => {
+                    fold_for_search(&String::from_utf8_lossy(bytes)).into_owned()
+                }
+                _ => String::new(),
+            })
         },
     )
 }

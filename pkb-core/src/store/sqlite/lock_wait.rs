@@ -23,16 +23,20 @@ pub(super) fn wait_for_locks(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// SQLite's busy handler: `attempts` counts the looks of this wait so far, and SQLite calls
-/// it on the thread that waits.
+/// it on the thread that waits. SQLite does not always reset the count before a wait (a
+/// statement's preparation starts from the last one's), so a wait is new unless `attempts`
+/// follows the last look's.
 fn look_again(attempts: i32) -> bool {
     thread_local! {
-        static WAITING_SINCE: Cell<Option<Instant>> = const { Cell::new(None) };
+        static WAIT: Cell<Option<(i32, Instant)>> = const { Cell::new(None) };
     }
-    let since = WAITING_SINCE.with(|since| {
-        if attempts == 0 || since.get().is_none() {
-            since.set(Some(Instant::now()));
-        }
-        since.get().unwrap_or_else(Instant::now)
+    let since = WAIT.with(|wait| {
+        let since = match wait.get() {
+            Some((last, since)) if attempts > 0 && attempts == last.saturating_add(1) => since,
+            _ => Instant::now(),
+        };
+        wait.set(Some((attempts, since)));
+        since
     });
     if since.elapsed() >= BUSY_TIMEOUT {
         return false;

@@ -94,6 +94,10 @@ INSERT INTO notes_fts (notes_fts) VALUES ('optimize');
 /// being registered on every connection, and the vocabulary is counted again from it
 /// ([`upgrade`]). Full-width, mathematical and look-alike letters, ligatures and `ß` then
 /// find the words they read as, and a zero-width character no longer splits a word.
+/// FTS5 deletes a note's entries only given the text they were made from, so the index is
+/// bound to this fold: a change to it (a dependency update included, which a test of
+/// [`crate::fold`] catches) needs a migration that makes the index again, as this one does,
+/// and older builds then refuse the file rather than write into it with their fold.
 const V4: &str = r#"
 CREATE VIEW notes_folded AS
     SELECT seq, pkb_fold(title) AS title, pkb_fold(tags) AS tags, pkb_fold(body) AS body
@@ -250,6 +254,22 @@ fn describe_foreign(app_id: i32, tables: &[String]) -> String {
     }
 }
 
+/// The schema version from which the index holds the notes folded.
+const FOLDED_SINCE: i64 = 4;
+
+/// Makes the search index and its vocabulary again from the notes, folded.
+pub(super) fn rebuild_search_index(conn: &Connection) -> rusqlite::Result<()> {
+    // FTS5 re-reads its external content, the `notes_folded` view, for 'rebuild'.
+    conn.execute_batch(
+        "DELETE FROM note_terms;
+         DELETE FROM search_terms;
+         UPDATE search_stats SET notes = 0, tokens = 0 WHERE id = 1;",
+    )?;
+    super::terms::backfill(conn)?;
+    conn.execute("INSERT INTO notes_fts (notes_fts) VALUES ('rebuild')", [])?;
+    Ok(())
+}
+
 /// Brings a blank or older store to [`SCHEMA_VERSION`]; seeds a blank one when asked.
 ///
 /// Runs inside the caller's IMMEDIATE transaction, so a crash or a second process never sees
@@ -261,7 +281,7 @@ pub(super) fn upgrade(conn: &Connection, from: i64, seed: bool) -> rusqlite::Res
     }
     // Version 4 empties the vocabulary (version 2 made it empty); a store that already has
     // notes counts it again from them.
-    if from > 0 && from < 4 {
+    if from > 0 && from < FOLDED_SINCE {
         super::terms::backfill(conn)?;
     }
     if from == 0 {
