@@ -1,5 +1,9 @@
 //! Turning user text into FTS5 queries that cannot be misread as query syntax.
 
+use std::borrow::Cow;
+
+use crate::fold::fold_for_search;
+
 /// Whether `c` ends a word of a search query.
 ///
 /// Whitespace and ASCII punctuation split words here, so that FTS5 operators (`"`, `*`, `:`,
@@ -17,14 +21,25 @@ pub(super) fn words(query: &str) -> impl Iterator<Item = &str> {
         .filter(|w| w.chars().any(char::is_alphanumeric))
 }
 
-/// The FTS5 MATCH expression for a user query: each word as a quoted string with a prefix
-/// `*`, joined by spaces (implicit AND). `None` when no word is left.
+/// The query's words as the index holds text: each folded on its own
+/// ([`crate::fold::fold_for_search`]), so that a word the fold spells as several (`東京` as
+/// `Dong Jing`) stays one word of the query, a phrase of them, rather than an AND of prefixes
+/// that "dongle" and "jingle" would match.
+pub(super) fn folded_words(query: &str) -> impl Iterator<Item = Cow<'_, str>> {
+    words(query)
+        .map(fold_for_search)
+        .filter(|word| !word.trim().is_empty())
+}
+
+/// The FTS5 MATCH expression for a user query: each of its [`folded_words`] as a quoted
+/// string with a prefix `*` (FTS5 reads several tokens in one as a phrase), joined by spaces
+/// (implicit AND). `None` when no word is left.
 ///
 /// Quoting makes `AND`, `OR`, `NOT` and `NEAR` plain words; doubling `"` is defensive, as the
 /// separators already removed it.
 pub(super) fn match_expression(query: &str) -> Option<String> {
     let mut expr = String::new();
-    for word in words(query) {
+    for word in folded_words(query) {
         if !expr.is_empty() {
             expr.push(' ');
         }
@@ -71,12 +86,14 @@ mod tests {
     }
 
     #[test]
-    fn keeps_non_ascii_words_whole() {
-        assert_eq!(match_expression("café").as_deref(), Some(r#""café"*"#));
+    fn folds_each_word_and_keeps_it_whole() {
+        assert_eq!(match_expression("café").as_deref(), Some(r#""cafe"*"#));
+        assert_eq!(match_expression("Ｃａｆé").as_deref(), Some(r#""Cafe"*"#));
+        // Spelled as several syllables, a word is searched as their phrase.
         assert_eq!(
-            match_expression("東京 タワー").as_deref(),
-            Some(r#""東京"* "タワー"*"#)
+            match_expression("東京 café").as_deref(),
+            Some(r#""Dong Jing "* "cafe"*"#)
         );
-        assert_eq!(match_expression("a—b").as_deref(), Some(r#""a—b"*"#));
+        assert_eq!(match_expression("a—b").as_deref(), Some(r#""a--b"*"#));
     }
 }

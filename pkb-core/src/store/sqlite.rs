@@ -1121,8 +1121,7 @@ impl NoteBackend for SqliteBackend {
         tags: &[String],
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
-        // Folded as the index holds the notes.
-        let query = &*fold_for_search(query);
+        // Its words are folded as the index holds the notes (`query::folded_words`).
         let Some(expr) = query::match_expression(query) else {
             return Ok(Vec::new());
         };

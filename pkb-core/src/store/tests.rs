@@ -576,6 +576,24 @@ on_both_backends! {
 }
 
 #[tokio::test]
+async fn a_word_spelled_as_several_syllables_is_searched_as_their_phrase() {
+    // SQLite's store transliterates every script; PostgreSQL's keeps CJK as it is.
+    let store = Store::open_in_memory(false).unwrap();
+    for (id, body) in [
+        ("tokyo", "東京の地図"),
+        ("apart", "a dongle and a jingle"),
+        ("latin", "Dong Jing, a name"),
+    ] {
+        store
+            .put(draft(id, "Menu", &[], body), PutMode::CreateOnly)
+            .await
+            .unwrap();
+    }
+    assert_eq!(sorted(ids(&store, "東京").await), ["latin", "tokyo"]);
+    assert_eq!(ids(&store, "東").await.len(), 3, "one syllable is a prefix");
+}
+
+#[tokio::test]
 async fn search_transliterates_look_alike_letters_as_ids_do() {
     // SQLite's store folds exactly as ids are derived; PostgreSQL's has no transliteration.
     let store = Store::open_in_memory(false).unwrap();

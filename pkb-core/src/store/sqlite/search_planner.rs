@@ -158,7 +158,8 @@ fn search_routed(
     let mut words = Vec::new();
     // Each word's MATCH expression: its exact terms ORed, or the prefix FTS5 keeps.
     let mut matches: Vec<String> = Vec::new();
-    for word in crate::store::query::words(query) {
+    for word in crate::store::query::folded_words(query) {
+        let word = &*word;
         // FTS5 only lowercases ASCII letters and digits; anything else goes through its
         // tokenizer, which folds case and diacritics its own way.
         let term = if word.bytes().all(|b| b.is_ascii_alphanumeric()) {
