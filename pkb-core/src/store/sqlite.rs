@@ -23,6 +23,7 @@ mod page_check;
 
 mod bm25_rank;
 mod fold_function;
+mod fts5_tokenizer;
 mod lock_wait;
 mod schema;
 mod search_planner;
@@ -228,7 +229,7 @@ impl SqliteBackend {
             FileState::Pkb(SCHEMA_VERSION)
                 if in_wal && options.damage_check == DamageCheck::InBackground =>
             {
-                let conn = open_page_checker(path).map_err(|e| open_error(Box::new(e)))?;
+                let conn = open_reader(path).map_err(|e| open_error(Box::new(e)))?;
                 PageCheck::start(conn, path.display().to_string(), Arc::clone(&requests))
                     .map_err(|e| open_error(Box::new(e)))?
             }
@@ -626,20 +627,13 @@ fn configure_writer(conn: &Connection) -> rusqlite::Result<()> {
     prepare_for_search(conn)
 }
 
-/// A read-only connection for the page check, which writes nothing, not even TEMP tables.
-fn open_page_checker(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = open_reader(path)?;
-    conn.pragma_update(None, "query_only", true)?;
-    Ok(conn)
-}
-
-/// The TEMP tables that tokenize text (see [`terms`]) live in memory, never in a file. Set
-/// outside any transaction, which SQLite requires.
+/// What SQLite keeps aside while it runs a statement (sorts, materialized views) stays in
+/// memory, never in a file. Set outside any transaction, which SQLite requires.
 fn keep_temp_tables_in_memory(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "temp_store", "MEMORY")
 }
 
-/// What a connection that searches needs: the TEMP tables in memory, `pkb_rank`, and
+/// What a connection that searches needs: temporary data in memory, `pkb_rank`, and
 /// `pkb_fold`, through which the index reads the notes; and plans that stay put.
 fn prepare_for_search(conn: &Connection) -> rusqlite::Result<()> {
     keep_temp_tables_in_memory(conn)?;
@@ -658,8 +652,8 @@ fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     lock_wait::wait_for_locks(&conn)?;
-    // Not `query_only`: a search writes query words into this connection's own TEMP table to
-    // have FTS5 tokenize them. The store's files are only ever written by the writer.
+    // The store's files are only ever written by the writer.
+    conn.pragma_update(None, "query_only", true)?;
     prepare_for_search(&conn)?;
     // The writer alone decides when the WAL may go into the main file; see `allow_checkpoints`.
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
@@ -1219,7 +1213,7 @@ impl NoteBackend for SqliteBackend {
         // of its index, and a reader that checked before a rebuild reports the rebuilt index
         // as malformed.
         let problems = match &self.path {
-            Some(path) => open_page_checker(path)
+            Some(path) => open_reader(path)
                 .and_then(|conn| integrity(&conn))
                 .map_err(self.fail("check the store"))?,
             None => self.read("check the store", integrity)?,

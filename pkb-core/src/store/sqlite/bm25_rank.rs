@@ -24,6 +24,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use rusqlite::{Connection, ffi};
 
+use super::fts5_tokenizer::fts5_api;
 use super::search_planner::bm25;
 use super::terms::WEIGHTS;
 
@@ -58,53 +59,6 @@ pub(super) fn register(conn: &Connection) -> rusqlite::Result<()> {
     } else {
         Err(failed(rc))
     }
-}
-
-/// The connection's `fts5_api`, which FTS5 hands out through `SELECT fts5(?1)` with a pointer
-/// bound to `?1`.
-fn fts5_api(conn: &Connection) -> rusqlite::Result<*mut ffi::fts5_api> {
-    let failed = |rc: c_int| {
-        rusqlite::Error::SqliteFailure(
-            ffi::Error::new(rc),
-            Some("cannot reach FTS5's API".to_owned()),
-        )
-    };
-    let mut api: *mut ffi::fts5_api = std::ptr::null_mut();
-    // SAFETY: the handle is this open connection's; the statement is finalized before
-    // returning; `api` outlives the step that writes through the bound pointer.
-    unsafe {
-        let db = conn.handle();
-        let mut stmt: *mut ffi::sqlite3_stmt = std::ptr::null_mut();
-        let rc = ffi::sqlite3_prepare_v2(
-            db,
-            c"SELECT fts5(?1)".as_ptr(),
-            -1,
-            &mut stmt,
-            std::ptr::null_mut(),
-        );
-        if rc != ffi::SQLITE_OK {
-            return Err(failed(rc));
-        }
-        let mut rc = ffi::sqlite3_bind_pointer(
-            stmt,
-            1,
-            (&raw mut api).cast::<c_void>(),
-            c"fts5_api_ptr".as_ptr(),
-            None,
-        );
-        if rc == ffi::SQLITE_OK {
-            rc = ffi::sqlite3_step(stmt);
-        }
-        ffi::sqlite3_finalize(stmt);
-        if rc != ffi::SQLITE_ROW || api.is_null() {
-            return Err(failed(if rc == ffi::SQLITE_ROW {
-                ffi::SQLITE_ERROR
-            } else {
-                rc
-            }));
-        }
-    }
-    Ok(api)
 }
 
 /// The function FTS5 calls for each row. A panic or bad arguments become an SQL error.

@@ -8,33 +8,17 @@
 //! holding it (`search_terms`), so a prefix becomes a list of exact terms, and each note's
 //! weighted term counts (`note_terms`), so BM25 is computed for the candidate notes only.
 //!
-//! The terms come from FTS5's own tokenizer, run over each note in a TEMP table, so they are
-//! exactly the index's terms.
+//! The terms come from FTS5's own tokenizer ([`super::fts5_tokenizer`]), so they are exactly
+//! the index's terms.
+
+use std::collections::BTreeMap;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::fts5_tokenizer::for_each_term;
+
 /// Column weights of the ranking: title, tags, body.
 pub(super) const WEIGHTS: [u32; 3] = [10, 4, 1];
-
-/// Creates the TEMP tables that tokenize a note or a query word on `conn`, unless it has them.
-///
-/// On first use rather than when a connection opens: creating them takes about a millisecond,
-/// which a server's start and a plain fetch need not pay.
-fn prepare_tokenizer(conn: &Connection) -> rusqlite::Result<()> {
-    let ready = conn
-        .prepare_cached("SELECT 1 FROM temp.sqlite_schema WHERE name = 'pkb_tokenize_terms'")?
-        .exists([])?;
-    if ready {
-        return Ok(());
-    }
-    conn.execute_batch(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.pkb_tokenize USING fts5 (
-             title, tags, body, content = '', tokenize = 'unicode61 remove_diacritics 2'
-         );
-         CREATE VIRTUAL TABLE IF NOT EXISTS temp.pkb_tokenize_terms
-             USING fts5vocab('temp', 'pkb_tokenize', 'col');",
-    )
-}
 
 /// One note's terms as stored in `note_terms.terms`: the note's length in tokens, then for
 /// each term (ascending id) its id and its count weighted by [`WEIGHTS`].
@@ -159,60 +143,42 @@ pub(super) fn unindex_terms(conn: &Connection, seq: i64) -> rusqlite::Result<()>
     Ok(())
 }
 
-/// The note's distinct terms as FTS5 tokenizes them: `(term, weighted count, tokens)`.
+/// The note's distinct terms as FTS5 tokenizes them, by term: `(term, weighted count, tokens)`.
 fn tokenize(
     conn: &Connection,
     title: &str,
     tags_json: &str,
     body: &str,
 ) -> rusqlite::Result<Vec<(String, u32, u32)>> {
-    let mut out: Vec<(String, u32, u32)> = Vec::new();
-    for (term, column, count) in counted_terms(conn, title, tags_json, body)? {
-        let weight = match column.as_str() {
-            "title" => WEIGHTS[0],
-            "tags" => WEIGHTS[1],
-            _ => WEIGHTS[2],
-        };
-        match out.last_mut() {
-            Some((last, weighted, tokens)) if *last == term => {
-                *weighted += weight * count;
-                *tokens += count;
-            }
-            _ => out.push((term, weight * count, count)),
-        }
+    let mut counts: BTreeMap<Vec<u8>, (u32, u32)> = BTreeMap::new();
+    for (text, weight) in [title, tags_json, body].into_iter().zip(WEIGHTS) {
+        for_each_term(conn, text, |term| {
+            let (weighted, tokens) = match counts.get_mut(term) {
+                Some(counted) => counted,
+                None => counts.entry(term.to_vec()).or_default(),
+            };
+            *weighted += weight;
+            *tokens += 1;
+        })?;
     }
-    Ok(out)
+    // A term is whole UTF-8 unless FTS5 cut it at its longest, which may split a character.
+    Ok(counts
+        .into_iter()
+        .map(|(term, (weighted, tokens))| {
+            let term = String::from_utf8(term)
+                .unwrap_or_else(|cut| String::from_utf8_lossy(cut.as_bytes()).into_owned());
+            (term, weighted, tokens)
+        })
+        .collect())
 }
 
 /// The one term FTS5 makes of a query word, or `None` when it makes several or none.
 pub(super) fn query_term(conn: &Connection, word: &str) -> rusqlite::Result<Option<String>> {
-    let mut terms = counted_terms(conn, "", "", word)?;
+    let mut terms = tokenize(conn, "", "", word)?;
     Ok(match terms.pop() {
         Some((term, _, 1)) if terms.is_empty() => Some(term),
         _ => None,
     })
-}
-
-/// `(term, column, occurrences)` of one row through FTS5's tokenizer, sorted by term.
-fn counted_terms(
-    conn: &Connection,
-    title: &str,
-    tags_json: &str,
-    body: &str,
-) -> rusqlite::Result<Vec<(String, String, u32)>> {
-    prepare_tokenizer(conn)?;
-    conn.prepare_cached(
-        "INSERT INTO temp.pkb_tokenize (rowid, title, tags, body) VALUES (1, ?1, ?2, ?3)",
-    )?
-    .execute(params![title, tags_json, body])?;
-    let counted = conn
-        .prepare_cached("SELECT term, col, cnt FROM temp.pkb_tokenize_terms")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-        .collect::<rusqlite::Result<Vec<_>>>();
-    // Emptied whatever happened, so the next row starts from nothing.
-    conn.prepare_cached("INSERT INTO temp.pkb_tokenize (pkb_tokenize) VALUES ('delete-all')")?
-        .execute([])?;
-    counted
 }
 
 /// Fills `search_terms`, `note_terms` and `search_stats` for the notes already stored, when
@@ -248,6 +214,55 @@ mod tests {
     }
 
     #[test]
+    fn makes_the_terms_an_fts5_table_of_the_schema_makes() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE t USING fts5 (
+                 title, tags, body, tokenize = 'unicode61 remove_diacritics 2'
+             );
+             CREATE VIRTUAL TABLE v USING fts5vocab('t', 'col');",
+        )
+        .unwrap();
+        // 36,000 bytes: FTS5 keeps the first 32,768, which splits a character.
+        let long_word = "東".repeat(12_000);
+        let body =
+            format!("Ünïcödé 東京 ﬁne x² ǅemal straße ΣΟΦΙΑ don't e-mail 2026-12-03 {long_word}");
+        let (title, tags) = ("Crème brûlée, twice: brûlée", r#"["a/b","ça"]"#);
+        conn.execute("INSERT INTO t VALUES (?1, ?2, ?3)", [title, tags, &body])
+            .unwrap();
+        let mut from_index: Vec<(String, u32, u32)> = Vec::new();
+        let mut rows = conn
+            .prepare("SELECT CAST(term AS BLOB), col, cnt FROM v ORDER BY term")
+            .unwrap();
+        for row in rows
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, Vec<u8>>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, u32>(2)?,
+                ))
+            })
+            .unwrap()
+        {
+            let (term, column, count) = row.unwrap();
+            let term = String::from_utf8_lossy(&term).into_owned();
+            let weight = WEIGHTS[["title", "tags", "body"]
+                .iter()
+                .position(|c| *c == column)
+                .unwrap()];
+            match from_index.last_mut() {
+                Some((last, weighted, tokens)) if *last == term => {
+                    *weighted += weight * count;
+                    *tokens += count;
+                }
+                _ => from_index.push((term, weight * count, count)),
+            }
+        }
+        assert!(from_index.iter().any(|(term, ..)| term.len() >= 32_766));
+        assert_eq!(tokenize(&conn, title, tags, &body).unwrap(), from_index);
+    }
+
+    #[test]
     fn tokenizes_like_the_index_and_weights_columns() {
         let conn = Connection::open_in_memory().unwrap();
         let terms = tokenize(&conn, "Café Deploy", r#"["deploy"]"#, "deploy the CAFÉ now").unwrap();
@@ -260,7 +275,6 @@ mod tests {
                 ("the".to_owned(), 1, 1),
             ]
         );
-        // The TEMP table is empty again for the next note.
         let again = tokenize(&conn, "x", "[]", "").unwrap();
         assert_eq!(again, vec![("x".to_owned(), 10, 1)]);
     }
