@@ -4,7 +4,8 @@
 //! `bm25()` walks the whole doclist of every phrase once per query to count the notes holding
 //! it, about 70 ns a note: 6 ms for a word in 90,000 notes, although the vocabulary
 //! ([`super::terms`]) already holds those counts. FTS5 takes a new ranking function only
-//! through its C API, which is why this one module holds unsafe code.
+//! through its C API, which is why this module, like [`super::fts5_tokenizer`], holds unsafe
+//! code.
 //!
 //! Arguments: `words` has one byte per phrase of the MATCH expression, the query word the
 //! phrase belongs to; `idfs` holds each word's IDF as a little-endian `f64`; `average_length` is
