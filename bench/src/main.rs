@@ -17,6 +17,7 @@ mod measure;
 mod phases;
 mod postgres;
 mod report;
+mod vault;
 
 use pkb_bench::corpus;
 use std::path::{Path, PathBuf};
@@ -36,7 +37,8 @@ usage: cargo run --release -p pkb-bench -- [options]
   --sizes LIST       store sizes for the scale phase, or `none` [default: 10000,100000]
   --only LIST        run only these parts of the fresh-store phase, for profiling:
                      cold,echo,fetch,search,write,stateless,pipelined,
-                     pipelined-write
+                     pipelined-write, and vault (import and export of a
+                     generated vault of 10,000 Markdown files)
                      [default: all]
   --calls N          sequential calls per tool, after warm-up [default: 5000]
   --warmup N         warm-up calls before each sequential run [default: 500]
@@ -256,6 +258,9 @@ fn locate_server(config: &Config) -> Result<PathBuf, Error> {
     Ok(server)
 }
 
+/// Notes in the generated vault that is imported and exported.
+const VAULT_NOTES: usize = 10_000;
+
 fn ratio(a: f64, b: f64) -> f64 {
     a / b
 }
@@ -291,6 +296,16 @@ fn targets_unchecked(key: &Key) -> Vec<Target> {
         name: "pipelined writes >= 8,000/s, each durable (10x the 800/s of one fsync each)".into(),
         measured: format!("{s:.0}/s (floor, which writes nothing: {f:.0}/s)"),
         holds: Some(s >= 8_000.0),
+    });
+    out.push(Target {
+        name: format!("import of {VAULT_NOTES} Markdown files >= 5,000 notes/s"),
+        measured: format!("{:.0}/s", key.import_per_s),
+        holds: Some(key.import_per_s >= 5_000.0),
+    });
+    out.push(Target {
+        name: format!("export of {VAULT_NOTES} notes >= 20,000 notes/s"),
+        measured: format!("{:.0}/s", key.export_per_s),
+        holds: Some(key.export_per_s >= 20_000.0),
     });
     let [new, old] = key.stateless_fetch_p50;
     out.push(Target {
@@ -467,6 +482,9 @@ fn run(config: &Config) -> Result<(), Error> {
         }
         None => None,
     };
+    if config.runs("vault") {
+        vault::import_export(VAULT_NOTES, &server, temp.path(), &mut report, &mut key)?;
+    }
     phases::fsync(temp.path(), &mut report, &mut key)?;
     if !config.sizes.is_empty() {
         phases::scale(

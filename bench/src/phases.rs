@@ -45,6 +45,10 @@ pub struct Key {
     pub stateless_fetch_p50: [f64; 2],
     /// Write round trip p50 (µs).
     pub write_p50: f64,
+    /// Import of the generated Markdown vault, the whole command (notes/s).
+    pub import_per_s: f64,
+    /// Export of the same notes, the whole command (notes/s).
+    pub export_per_s: f64,
     /// A bare 4 KiB write + fdatasync on the store's disk, p50 (µs).
     pub fsync_p50: f64,
     /// Per store size.
@@ -68,6 +72,8 @@ impl Default for Key {
             stateless_fetch_p50: [f64::NAN; 2],
             pipelined_writes: [f64::NAN; 2],
             write_p50: f64::NAN,
+            import_per_s: f64::NAN,
+            export_per_s: f64::NAN,
             fsync_p50: f64::NAN,
             scale: Default::default(),
             postgres_fetch_p50: [f64::NAN; 2],
