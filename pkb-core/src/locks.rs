@@ -15,7 +15,10 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Reads `lock`, poisoned or not.
 #[cfg_attr(
     not(feature = "http"),
-    allow(dead_code, reason = "only the OAuth key set, behind `http`, is an RwLock")
+    allow(
+        dead_code,
+        reason = "only the OAuth key set, behind `http`, is an RwLock"
+    )
 )]
 pub(crate) fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(PoisonError::into_inner)
@@ -24,7 +27,10 @@ pub(crate) fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
 /// Writes `lock`, poisoned or not.
 #[cfg_attr(
     not(feature = "http"),
-    allow(dead_code, reason = "only the OAuth key set, behind `http`, is an RwLock")
+    allow(
+        dead_code,
+        reason = "only the OAuth key set, behind `http`, is an RwLock"
+    )
 )]
 pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(PoisonError::into_inner)

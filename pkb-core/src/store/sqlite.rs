@@ -36,6 +36,7 @@ use self::group_commit::WriteQueue;
 use self::note_cache::NoteCache;
 use self::page_check::{PageCheck, Verdict};
 use self::schema::{Depth, FileState, InspectError, SCHEMA_VERSION};
+use self::terms::VocabularyChanges;
 use super::{
     MAX_LIMIT, MergeProgress, NoteBackend, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome,
     RANK_WINDOW, SearchHit, StoreError, query,
@@ -806,8 +807,9 @@ fn fts5_search(
 }
 
 /// Inserts a new note and its index entries; returns its rowid.
-pub(super) fn insert_row(
+fn insert_row(
     conn: &Connection,
+    vocabulary: &mut VocabularyChanges,
     id: &str,
     title: &str,
     tags: &[String],
@@ -827,7 +829,7 @@ pub(super) fn insert_row(
         stamps.updated
     ])?;
     let seq = conn.last_insert_rowid();
-    index_row(conn, seq, title, &tags_json, body, tags)?;
+    index_row(conn, vocabulary, seq, title, &tags_json, body, tags)?;
     Ok(seq)
 }
 
@@ -835,6 +837,7 @@ pub(super) fn insert_row(
 /// schema's note on savepoints.
 fn index_row(
     conn: &Connection,
+    vocabulary: &mut VocabularyChanges,
     seq: i64,
     title: &str,
     tags_json: &str,
@@ -851,7 +854,7 @@ fn index_row(
         "INSERT INTO notes_fts (rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)",
     )?
     .execute(params![seq, title, tags_json, body])?;
-    terms::index_terms(conn, seq, &title, &tags_json, &body)?;
+    terms::index_terms(conn, vocabulary, seq, &title, &tags_json, &body)?;
     let mut tag_row =
         conn.prepare_cached("INSERT OR IGNORE INTO note_tags (tag, note) VALUES (?1, ?2)")?;
     for tag in tags {
@@ -862,7 +865,11 @@ fn index_row(
 
 /// Removes a note from the search and tag indexes. FTS5's external-content `delete` needs
 /// exactly the values that were indexed, which are the stored ones folded.
-fn unindex_row(conn: &Connection, old: &StoredRow) -> rusqlite::Result<()> {
+fn unindex_row(
+    conn: &Connection,
+    vocabulary: &mut VocabularyChanges,
+    old: &StoredRow,
+) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO notes_fts (notes_fts, rowid, title, tags, body) VALUES ('delete', ?1, ?2, ?3, ?4)",
     )?
@@ -872,7 +879,7 @@ fn unindex_row(conn: &Connection, old: &StoredRow) -> rusqlite::Result<()> {
         fold_for_search(&old.tags_json),
         fold_for_search(&old.body)
     ])?;
-    terms::unindex_terms(conn, old.seq)?;
+    terms::unindex_terms(conn, vocabulary, old.seq)?;
     conn.prepare_cached("DELETE FROM note_tags WHERE note = ?1")?
         .execute([old.seq])?;
     Ok(())
@@ -920,9 +927,10 @@ impl<'a> Stamps<'a> {
     }
 }
 
-/// One put inside the caller's transaction.
+/// One put inside the caller's transaction, its vocabulary changes added to `vocabulary`.
 fn put_in(
     tx: &Connection,
+    vocabulary: &mut VocabularyChanges,
     draft: NoteDraft,
     mode: PutMode,
     stamps: Stamps<'_>,
@@ -937,7 +945,7 @@ fn put_in(
     match old {
         Some(old) if !replaceable(&old) => Ok(PutOutcome::Exists),
         Some(old) => {
-            unindex_row(tx, &old)?;
+            unindex_row(tx, vocabulary, &old)?;
             let tags_json = tags_to_json(draft.tags.iter().map(String::as_str));
             let created_at = stamps.created.map_or(old.created_at, str::to_owned);
             tx.prepare_cached(
@@ -953,6 +961,7 @@ fn put_in(
             ])?;
             index_row(
                 tx,
+                vocabulary,
                 old.seq,
                 &draft.title,
                 &tags_json,
@@ -971,6 +980,7 @@ fn put_in(
         None => {
             insert_row(
                 tx,
+                vocabulary,
                 &draft.id,
                 &draft.title,
                 &draft.tags,
@@ -1037,7 +1047,16 @@ impl NoteBackend for SqliteBackend {
 
     fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
         self.write("save a note", move |tx| {
-            put_in(tx, draft.clone(), mode, Stamps::now(&now_rfc3339()))
+            let mut vocabulary = VocabularyChanges::default();
+            let outcome = put_in(
+                tx,
+                &mut vocabulary,
+                draft.clone(),
+                mode,
+                Stamps::now(&now_rfc3339()),
+            )?;
+            vocabulary.apply(tx)?;
+            Ok(outcome)
         })
     }
 
@@ -1048,16 +1067,19 @@ impl NoteBackend for SqliteBackend {
     ) -> Result<Vec<PutOutcome>, StoreError> {
         self.write("save notes", move |tx| {
             let now = now_rfc3339();
-            notes
+            let mut vocabulary = VocabularyChanges::default();
+            let outcomes = notes
                 .iter()
                 .map(|(draft, dates)| {
                     let stamps = Stamps {
                         created: dates.created_at.as_deref(),
                         updated: dates.updated_at.as_deref().unwrap_or(&now),
                     };
-                    put_in(tx, draft.clone(), mode, stamps)
+                    put_in(tx, &mut vocabulary, draft.clone(), mode, stamps)
                 })
-                .collect()
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            vocabulary.apply(tx)?;
+            Ok(outcomes)
         })
     }
 
@@ -1067,7 +1089,9 @@ impl NoteBackend for SqliteBackend {
             let Some(old) = stored_row(tx, &id)? else {
                 return Ok(false);
             };
-            unindex_row(tx, &old)?;
+            let mut vocabulary = VocabularyChanges::default();
+            unindex_row(tx, &mut vocabulary, &old)?;
+            vocabulary.apply(tx)?;
             tx.prepare_cached("DELETE FROM notes WHERE seq = ?1")?
                 .execute([old.seq])?;
             Ok(true)

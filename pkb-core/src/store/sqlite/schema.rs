@@ -288,10 +288,13 @@ pub(super) fn upgrade(conn: &Connection, from: i64, seed: bool) -> rusqlite::Res
         conn.pragma_update(None, "application_id", APPLICATION_ID)?;
         if seed {
             let now = crate::note::now_rfc3339();
+            let mut vocabulary = super::terms::VocabularyChanges::default();
             for (id, title, tags, body) in crate::store::SEED_NOTES {
                 let tags: Vec<String> = tags.iter().map(|t| (*t).to_owned()).collect();
-                super::insert_row(conn, id, title, &tags, body, super::Stamps::now(&now))?;
+                let stamps = super::Stamps::now(&now);
+                super::insert_row(conn, &mut vocabulary, id, title, &tags, body, stamps)?;
             }
+            vocabulary.apply(conn)?;
         }
     }
     conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
