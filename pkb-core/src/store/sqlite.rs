@@ -441,12 +441,12 @@ impl SqliteBackend {
     }
 
     /// Runs `f` for a request and commits it, together with the other requests' writes that
-    /// wait meanwhile (group commit: see [`WriteQueue`]); answers once it is durable. `action` names it in
-    /// errors.
+    /// wait meanwhile (group commit: see [`WriteQueue`]), and with their vocabulary changes;
+    /// answers once it is durable. `action` names it in errors.
     fn write<T, F>(&self, action: &'static str, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: Fn(&Transaction<'_>) -> rusqlite::Result<T> + Send + 'static,
+        F: Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<T> + Send + 'static,
     {
         self.requests.fetch_add(1, Ordering::Relaxed);
         self.refuse_if_damaged()?;
@@ -1046,17 +1046,14 @@ impl NoteBackend for SqliteBackend {
     }
 
     fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
-        self.write("save a note", move |tx| {
-            let mut vocabulary = VocabularyChanges::default();
-            let outcome = put_in(
+        self.write("save a note", move |tx, vocabulary| {
+            put_in(
                 tx,
-                &mut vocabulary,
+                vocabulary,
                 draft.clone(),
                 mode,
                 Stamps::now(&now_rfc3339()),
-            )?;
-            vocabulary.apply(tx)?;
-            Ok(outcome)
+            )
         })
     }
 
@@ -1065,33 +1062,28 @@ impl NoteBackend for SqliteBackend {
         notes: Vec<(NoteDraft, NoteDates)>,
         mode: PutMode,
     ) -> Result<Vec<PutOutcome>, StoreError> {
-        self.write("save notes", move |tx| {
+        self.write("save notes", move |tx, vocabulary| {
             let now = now_rfc3339();
-            let mut vocabulary = VocabularyChanges::default();
-            let outcomes = notes
+            notes
                 .iter()
                 .map(|(draft, dates)| {
                     let stamps = Stamps {
                         created: dates.created_at.as_deref(),
                         updated: dates.updated_at.as_deref().unwrap_or(&now),
                     };
-                    put_in(tx, &mut vocabulary, draft.clone(), mode, stamps)
+                    put_in(tx, vocabulary, draft.clone(), mode, stamps)
                 })
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            vocabulary.apply(tx)?;
-            Ok(outcomes)
+                .collect()
         })
     }
 
     fn delete(&self, id: &str) -> Result<bool, StoreError> {
         let id = id.to_owned();
-        self.write("delete a note", move |tx| {
+        self.write("delete a note", move |tx, vocabulary| {
             let Some(old) = stored_row(tx, &id)? else {
                 return Ok(false);
             };
-            let mut vocabulary = VocabularyChanges::default();
-            unindex_row(tx, &mut vocabulary, &old)?;
-            vocabulary.apply(tx)?;
+            unindex_row(tx, vocabulary, &old)?;
             tx.prepare_cached("DELETE FROM notes WHERE seq = ?1")?
                 .execute([old.seq])?;
             Ok(true)

@@ -7,21 +7,26 @@
 //! rolled back and the group run again with each write in a savepoint of its own: the failing
 //! one is undone alone and the others commit. A commit that fails fails every write of the
 //! group, none of which is then on disk.
+//!
+//! The writes of a group share one [`VocabularyChanges`], applied just before COMMIT, so a
+//! term in many of the group's notes has its count written once. A write undone alone takes
+//! its vocabulary changes with it.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
+use super::terms::VocabularyChanges;
 use crate::locks::lock;
 
 /// A write waiting for its group. Writes can run twice (see the module's notes), so they
 /// are `Fn`.
 pub(super) trait PendingWrite: Send {
     /// Runs the write in the group's transaction; whether it succeeded.
-    fn run(&mut self, tx: &Transaction<'_>) -> bool;
+    fn run(&mut self, tx: &Transaction<'_>, vocabulary: &mut VocabularyChanges) -> bool;
     /// Runs the write in a savepoint of its own, undone alone if it fails.
-    fn run_isolated(&mut self, tx: &Transaction<'_>);
+    fn run_isolated(&mut self, tx: &Transaction<'_>, vocabulary: &mut VocabularyChanges);
     /// Tells the writer's thread how its group ended: with the commit's outcome.
     fn settle(self: Box<Self>, commit: &rusqlite::Result<()>);
 }
@@ -37,7 +42,7 @@ impl WriteQueue {
     pub(super) fn push<T, F>(&self, write: F) -> Arc<Slot<T>>
     where
         T: Send + 'static,
-        F: Fn(&Transaction<'_>) -> rusqlite::Result<T> + Send + 'static,
+        F: Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<T> + Send + 'static,
     {
         let slot = Arc::new(Slot::default());
         lock(&self.pending).push(Box::new(Write {
@@ -65,21 +70,25 @@ pub(super) fn commit_group(
     let commit = (|| {
         prepare(conn)?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut vocabulary = VocabularyChanges::default();
         let mut all_ran = true;
         for write in &mut group {
-            if !write.run(&tx) {
+            if !write.run(&tx, &mut vocabulary) {
                 all_ran = false;
                 break;
             }
         }
         if all_ran {
+            vocabulary.apply(&tx)?;
             return tx.commit().and_then(|()| durable());
         }
         tx.rollback()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut vocabulary = VocabularyChanges::default();
         for write in &mut group {
-            write.run_isolated(&tx);
+            write.run_isolated(&tx, &mut vocabulary);
         }
+        vocabulary.apply(&tx)?;
         tx.commit().and_then(|()| durable())
     })();
     let outcome = commit.as_ref().map(|_| ()).map_err(copy_error);
@@ -123,11 +132,15 @@ struct Write<T, F> {
 
 impl<T, F> Write<T, F>
 where
-    F: Fn(&Transaction<'_>) -> rusqlite::Result<T>,
+    F: Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<T>,
 {
     /// The write's result; a panic in it (a bug) must not take the others' answers along.
-    fn attempt(&self, tx: &Transaction<'_>) -> rusqlite::Result<T> {
-        std::panic::catch_unwind(AssertUnwindSafe(|| (self.write)(tx)))
+    fn attempt(
+        &self,
+        tx: &Transaction<'_>,
+        vocabulary: &mut VocabularyChanges,
+    ) -> rusqlite::Result<T> {
+        std::panic::catch_unwind(AssertUnwindSafe(|| (self.write)(tx, vocabulary)))
             .unwrap_or_else(|_| Err(aborted("the write failed unexpectedly")))
     }
 }
@@ -135,25 +148,28 @@ where
 impl<T, F> PendingWrite for Write<T, F>
 where
     T: Send + 'static,
-    F: Fn(&Transaction<'_>) -> rusqlite::Result<T> + Send + 'static,
+    F: Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<T> + Send + 'static,
 {
-    fn run(&mut self, tx: &Transaction<'_>) -> bool {
-        let outcome = self.attempt(tx);
+    fn run(&mut self, tx: &Transaction<'_>, vocabulary: &mut VocabularyChanges) -> bool {
+        let outcome = self.attempt(tx, vocabulary);
         let ran = outcome.is_ok();
         self.outcome = Some(outcome);
         ran
     }
 
-    fn run_isolated(&mut self, tx: &Transaction<'_>) {
-        let outcome =
-            tx.execute_batch("SAVEPOINT pkb_write")
-                .and_then(|()| match self.attempt(tx) {
-                    Ok(value) => tx.execute_batch("RELEASE pkb_write").map(|()| value),
-                    Err(error) => {
-                        let _ = tx.execute_batch("ROLLBACK TO pkb_write; RELEASE pkb_write");
-                        Err(error)
-                    }
-                });
+    fn run_isolated(&mut self, tx: &Transaction<'_>, vocabulary: &mut VocabularyChanges) {
+        // Undone with the savepoint: the write's counts, and the ids of terms it added.
+        let before = vocabulary.clone();
+        let outcome = tx.execute_batch("SAVEPOINT pkb_write").and_then(|()| {
+            match self.attempt(tx, vocabulary) {
+                Ok(value) => tx.execute_batch("RELEASE pkb_write").map(|()| value),
+                Err(error) => {
+                    *vocabulary = before;
+                    let _ = tx.execute_batch("ROLLBACK TO pkb_write; RELEASE pkb_write");
+                    Err(error)
+                }
+            }
+        });
         self.outcome = Some(outcome);
     }
 
@@ -212,16 +228,16 @@ mod tests {
         conn.execute_batch("CREATE TABLE t (n INTEGER UNIQUE)")
             .unwrap();
         let queue = WriteQueue::default();
-        let first = queue.push(|tx| tx.execute("INSERT INTO t VALUES (1)", []));
-        let failing = queue.push(|tx| {
+        let first = queue.push(|tx, _| tx.execute("INSERT INTO t VALUES (1)", []));
+        let failing = queue.push(|tx, _| {
             tx.execute("INSERT INTO t VALUES (2)", [])?;
             tx.execute("INSERT INTO t VALUES (1)", []) // breaks UNIQUE: all of it is undone
         });
-        let panicking = queue.push(|tx| -> rusqlite::Result<usize> {
+        let panicking = queue.push(|tx, _| -> rusqlite::Result<usize> {
             tx.execute("INSERT INTO t VALUES (4)", [])?;
             panic!("a bug in one write")
         });
-        let last = queue.push(|tx| tx.execute("INSERT INTO t VALUES (3)", []));
+        let last = queue.push(|tx, _| tx.execute("INSERT INTO t VALUES (3)", []));
         run_group(&mut conn, &queue).unwrap();
         assert_eq!(first.take().unwrap().unwrap(), 1);
         assert!(failing.take().unwrap().is_err());
@@ -241,9 +257,9 @@ mod tests {
         )
         .unwrap();
         let queue = WriteQueue::default();
-        let fine = queue.push(|tx| tx.execute("INSERT INTO t VALUES (1)", []));
+        let fine = queue.push(|tx, _| tx.execute("INSERT INTO t VALUES (1)", []));
         // A deferred constraint fails only at COMMIT, for the whole group.
-        let dangling = queue.push(|tx| tx.execute("INSERT INTO r VALUES (9)", []));
+        let dangling = queue.push(|tx, _| tx.execute("INSERT INTO r VALUES (9)", []));
         assert!(run_group(&mut conn, &queue).is_err());
         let fine = fine.take().unwrap().unwrap_err();
         assert_eq!(

@@ -66,13 +66,13 @@ impl NoteTerms {
     }
 }
 
-/// The vocabulary's changes by one write, applied once at its end by [`Self::apply`]: a term
-/// in many of the write's notes is looked up once and counted once, not once per note, which
-/// was half of an import's time.
+/// The vocabulary's changes by a transaction's writes (one group of writes, an import batch, a
+/// reindex), applied once at its end by [`Self::apply`]: a term in many of its notes is looked
+/// up once and counted once, not once per note, which was half of an import's time.
 ///
 /// Until then a term new to the store is in `search_terms` with no notes, and a term whose
-/// last note went is still there, so every id stays valid through the write.
-#[derive(Default)]
+/// last note went is still there, so every id stays valid through the transaction.
+#[derive(Clone, Default)]
 pub(super) struct VocabularyChanges {
     /// The id of every term the write has added to a note.
     ids: HashMap<String, i64>,
@@ -87,6 +87,9 @@ pub(super) struct VocabularyChanges {
 impl VocabularyChanges {
     /// Writes the counts out; a term no note holds any more is dropped.
     pub(super) fn apply(self, conn: &Connection) -> rusqlite::Result<()> {
+        if self.notes_per_term.is_empty() && self.notes == 0 && self.tokens == 0 {
+            return Ok(());
+        }
         // Only single-row statements without RETURNING or upserts: either would open a
         // statement savepoint, at which FTS5 writes its pending index data out as a tiny
         // segment (see the schema's note on savepoints).
@@ -249,7 +252,9 @@ pub(super) fn backfill(conn: &Connection) -> rusqlite::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::super::SqliteBackend;
+    use super::super::group_commit::{WriteQueue, aborted, commit_group};
     use super::*;
+    use crate::locks::lock;
     use crate::store::{NoteBackend, NoteDraft, PutMode};
 
     /// Each term with its number of notes, each note's terms with their weighted counts, and
@@ -339,6 +344,49 @@ mod tests {
         backend.rebuild_indexes().unwrap();
         let recounted = backend.read_for_tests(|conn| Ok(vocabulary(conn)));
         assert_eq!(kept, recounted);
+    }
+
+    #[test]
+    fn a_write_undone_alone_takes_its_vocabulary_changes_along() {
+        let backend = SqliteBackend::open_in_memory(false).unwrap();
+        let queue = WriteQueue::default();
+        let note = |seq: i64, body: &'static str, fails: bool| {
+            move |tx: &rusqlite::Transaction<'_>, changes: &mut VocabularyChanges| {
+                index_terms(tx, changes, seq, "", "[]", body)?;
+                if fails {
+                    return Err(aborted("this write fails after indexing"));
+                }
+                Ok(())
+            }
+        };
+        let first = queue.push(note(1, "alpha beta", false));
+        // Adds `gamma` to the vocabulary, then is undone: the last write must add it again.
+        let failing = queue.push(note(2, "beta gamma", true));
+        let last = queue.push(note(3, "gamma delta", false));
+        commit_group(
+            &mut lock(&backend.writer),
+            queue.take_group(),
+            |_| Ok(()),
+            || Ok(()),
+        )
+        .unwrap();
+        assert!(first.take().unwrap().is_ok() && last.take().unwrap().is_ok());
+        assert!(failing.take().unwrap().is_err());
+        let (terms, notes, stats) = backend.read_for_tests(|conn| Ok(vocabulary(conn)));
+        let one = |t: &str| (t.to_owned(), 1);
+        assert_eq!(
+            terms,
+            [one("alpha"), one("beta"), one("delta"), one("gamma")]
+        );
+        let held = |t: &[&str]| t.iter().map(|t| (t.to_string(), 1)).collect::<Vec<_>>();
+        assert_eq!(
+            notes,
+            [
+                (1, held(&["alpha", "beta"])),
+                (3, held(&["delta", "gamma"]))
+            ]
+        );
+        assert_eq!(stats, (2, 4));
     }
 
     #[test]
