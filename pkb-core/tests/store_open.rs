@@ -773,3 +773,119 @@ fn the_background_page_check_runs_at_the_lowest_priority() {
     );
     block_on(store.damage_checked()).unwrap();
 }
+
+/// Overwrites the page of `path` that holds `marker` with a repeating pattern, as a disk that
+/// misreads would hand it over; returns what to put back: its offset and bytes.
+fn garble_the_page_holding(path: &Path, marker: &str) -> (u64, Vec<u8>) {
+    use std::io::{Seek, SeekFrom, Write};
+    let bytes = fs::read(path).unwrap();
+    let at = bytes
+        .windows(marker.len())
+        .position(|w| w == marker.as_bytes())
+        .expect("the marker is in the main file");
+    let page = 4096;
+    let start = at / page * page;
+    let original = bytes[start..start + page].to_vec();
+    let garbled: Vec<u8> = (0..page).map(|i| (i % 251) as u8).collect();
+    let mut file = fs::OpenOptions::new().write(true).open(path).unwrap();
+    file.seek(SeekFrom::Start(start as u64)).unwrap();
+    file.write_all(&garbled).unwrap();
+    file.sync_all().unwrap();
+    (start as u64, original)
+}
+
+fn put_back(path: &Path, (start, original): (u64, Vec<u8>)) {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut file = fs::OpenOptions::new().write(true).open(path).unwrap();
+    file.seek(SeekFrom::Start(start)).unwrap();
+    file.write_all(&original).unwrap();
+    file.sync_all().unwrap();
+}
+
+#[test]
+fn damage_sqlite_reports_during_a_call_is_taken_back_once_the_whole_file_reads_sound() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 300);
+    let store = open_checked(&path).expect("every page is sound at open");
+    block_on(async {
+        assert!(store.get("n20").await.unwrap().is_some());
+        // A page this process has not read yet, read wrong: what a failing disk does.
+        let page = garble_the_page_holding(&path, "body 150 body 150");
+        let reported = store
+            .get("n150")
+            .await
+            .expect_err("SQLite reports the page it cannot read as damage");
+        assert!(
+            matches!(reported, StoreError::Corrupt { .. }),
+            "{reported:?}"
+        );
+        let refused = store
+            .get("n20")
+            .await
+            .expect_err("every call is refused while the report stands");
+        assert!(matches!(refused, StoreError::Corrupt { .. }), "{refused:?}");
+        // The look at the whole file finds the damage while it is there.
+        std::thread::sleep(std::time::Duration::from_millis(1_500));
+        let still = store.count().await.expect_err("the damage is still there");
+        assert!(matches!(still, StoreError::Corrupt { .. }), "{still:?}");
+
+        // The disk comes back: the next look due finds every page sound and serving resumes.
+        put_back(&path, page);
+        let started = std::time::Instant::now();
+        let note = loop {
+            match store.get("n150").await {
+                Ok(note) => break note.expect("the note is there"),
+                Err(StoreError::Corrupt { .. }) if started.elapsed().as_secs() < 30 => {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                Err(e) => panic!(
+                    "still refused {:?} after the file was mended: {e}",
+                    started.elapsed()
+                ),
+            }
+        };
+        assert_eq!(note.body, "body 150 ".repeat(100));
+        let saved = store
+            .put(
+                draft("after", "written once the disk came back"),
+                PutMode::CreateOnly,
+            )
+            .await
+            .unwrap();
+        assert!(matches!(saved, PutOutcome::Created(_)), "{saved:?}");
+    });
+    drop(store);
+    let store = open_checked(&path).expect("sound after all");
+    block_on(async {
+        assert_eq!(store.count().await.unwrap(), 3 + 300 + 1);
+        store.verify().await.unwrap();
+    });
+}
+
+#[test]
+fn a_store_closed_while_damage_sqlite_reported_stands_leaves_its_file_and_keeps_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 300);
+    let store = open_checked(&path).expect("every page is sound at open");
+    let garbled = block_on(async {
+        // A write after the check passed: it waits in the WAL for a checkpoint.
+        store
+            .put(draft("late", "in the log"), PutMode::CreateOnly)
+            .await
+            .unwrap();
+        garble_the_page_holding(&path, "body 150 body 150");
+        let reported = store.get("n150").await.expect_err("reported damaged");
+        assert!(
+            matches!(reported, StoreError::Corrupt { .. }),
+            "{reported:?}"
+        );
+        sha256(&path)
+    });
+    drop(store);
+    assert_eq!(
+        sha256(&path),
+        garbled,
+        "closing copied nothing from the WAL into a file reported damaged"
+    );
+    assert!(dir.path().join("pkb.db-wal").exists(), "the WAL is kept");
+}

@@ -20,6 +20,7 @@ mod group_commit;
 pub(super) mod index_merge;
 mod note_cache;
 mod page_check;
+mod reported_damage;
 
 mod bm25_rank;
 mod fold_function;
@@ -35,6 +36,7 @@ use self::change_watch::ChangeWatch;
 use self::group_commit::WriteQueue;
 use self::note_cache::NoteCache;
 use self::page_check::{PageCheck, Verdict};
+use self::reported_damage::ReportedDamage;
 use self::schema::{Depth, FileState, InspectError, SCHEMA_VERSION};
 use self::terms::VocabularyChanges;
 use super::{
@@ -162,8 +164,9 @@ pub(super) struct SqliteBackend {
     /// Whether the writer may copy the WAL into the main file: only once the pages are known
     /// sound, so that a damaged file is never written to.
     checkpoints_on: AtomicBool,
-    /// Damage SQLite reported during a call; from then on every call is refused.
-    damage_seen: std::sync::OnceLock<String>,
+    /// Damage SQLite reported during a call: every call is refused until a read of the
+    /// whole file finds it sound.
+    reported: ReportedDamage,
     /// Whether this process wrote: then closing waits for the page check, so the WAL can be
     /// folded into the file, rather than cancelling it.
     wrote: AtomicBool,
@@ -283,7 +286,7 @@ impl SqliteBackend {
             path: Some(path.to_owned()),
             pages,
             checkpoints_on: AtomicBool::new(false),
-            damage_seen: std::sync::OnceLock::new(),
+            reported: ReportedDamage::default(),
             wrote: AtomicBool::new(false),
             merging: AtomicBool::new(false),
             requests,
@@ -322,7 +325,7 @@ impl SqliteBackend {
             path: None,
             pages: PageCheck::done(Verdict::Sound),
             checkpoints_on: AtomicBool::new(true),
-            damage_seen: std::sync::OnceLock::new(),
+            reported: ReportedDamage::default(),
             wrote: AtomicBool::new(false),
             merging: AtomicBool::new(false),
             requests: Arc::default(),
@@ -337,7 +340,7 @@ impl SqliteBackend {
     fn fail(&self, action: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
         move |e| match &self.path {
             Some(path) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
-                let _ = self.damage_seen.set(e.to_string());
+                self.reported.record(e.to_string());
                 StoreError::Corrupt {
                     path: path.clone(),
                     reason: e.to_string(),
@@ -388,19 +391,28 @@ impl SqliteBackend {
     }
 
     /// What is known to be damaged: by the page check, or by SQLite during a call.
-    fn damage(&self) -> Option<&str> {
+    fn damage(&self) -> Option<String> {
         match self.pages.verdict() {
-            Some(Verdict::Damaged(reason)) => Some(reason),
-            _ => self.damage_seen.get().map(String::as_str),
+            Some(Verdict::Damaged(reason)) => Some(reason.clone()),
+            _ => self.reported.reason(),
         }
     }
 
-    /// Refuses every call once damage is known.
+    /// Refuses every call once damage is known; damage SQLite reported is looked for again
+    /// first when a look is due (see [`reported_damage`]).
     fn refuse_if_damaged(&self) -> Result<(), StoreError> {
+        if let Some(path) = &self.path
+            && self.reported.look_again(|| file_reads_sound(path))
+        {
+            // The writer may keep a page as it was misread; readers that read one are closed.
+            if let Err(error) = lock(&self.writer).execute_batch("PRAGMA shrink_memory") {
+                tracing::warn!(%error, "cannot empty the writer's page cache");
+            }
+        }
         match (self.damage(), &self.path) {
             (Some(reason), Some(path)) => Err(StoreError::Corrupt {
                 path: path.clone(),
-                reason: reason.to_owned(),
+                reason,
             }),
             _ => Ok(()),
         }
@@ -539,11 +551,10 @@ impl SqliteBackend {
     /// Lets the writer copy the WAL into the main file once the page check has passed; until
     /// then, and for good once damage is known, it only appends to the WAL.
     fn allow_checkpoints(&self, writer: &Connection) -> rusqlite::Result<()> {
-        if self.checkpoints_on.load(Ordering::Relaxed) {
+        let allowed = self.pages.verdict() == Some(&Verdict::Sound) && !self.reported.is_known();
+        if allowed && self.checkpoints_on.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let allowed =
-            self.pages.verdict() == Some(&Verdict::Sound) && self.damage_seen.get().is_none();
         let pages = if allowed { WAL_AUTOCHECKPOINT_PAGES } else { 0 };
         writer.pragma_update(None, "wal_autocheckpoint", pages)?;
         writer.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, !allowed)?;
@@ -647,6 +658,18 @@ fn prepare_for_search(conn: &Connection) -> rusqlite::Result<()> {
     bm25_rank::register(conn)
 }
 
+/// Whether a read of the whole file at `path`, on a connection of its own, finds every page
+/// and the search index sound: `PRAGMA quick_check`, which runs FTS5's own check too.
+fn file_reads_sound(path: &Path) -> bool {
+    let problems = open_reader(path).and_then(|conn| {
+        let mut check = conn.prepare("PRAGMA quick_check(1)")?;
+        check
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()
+    });
+    matches!(problems.as_deref(), Ok([ok]) if ok == "ok")
+}
+
 fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
@@ -695,6 +718,13 @@ impl ReaderPool {
             lost: true,
         };
         let out = f(&conn);
+        // A page SQLite could not make sense of stays in the connection's cache, where a file
+        // mended since would never be read again: that connection is closed.
+        if let Err(e) = &out
+            && e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseCorrupt)
+        {
+            return out;
+        }
         slot.lost = false;
         lock(&self.state).idle.push(conn);
         self.returned.notify_one();
