@@ -43,15 +43,33 @@ fn main() -> ExitCode {
 
 /// Logs go to stderr only: stdout carries the protocol.
 fn init_logging(level: Option<&str>) {
+    use tracing_subscriber::filter::{FilterExt, filter_fn};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{Layer, fmt};
     let filter = match level {
         Some(level) => EnvFilter::new(level),
         None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let answers_an_error = filter_fn(rmcp_logs_an_error_answer);
+    let layer = fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(false)
-        .init();
+        .with_filter(filter.and(answers_an_error.not()));
+    tracing_subscriber::registry().with(layer).init();
+}
+
+/// Whether `event` is rmcp's warning of an error it answered a request with: an invalid
+/// argument or an unknown resource is the client's mistake, answered to the client, and at
+/// the default level such a line per request buried what the operator needs to see. The
+/// server's own lines for the same answers are at debug. Told by its fields, since rmcp gives
+/// it no target of its own.
+fn rmcp_logs_an_error_answer(event: &tracing::Metadata<'_>) -> bool {
+    event.is_event()
+        && *event.level() == tracing::Level::WARN
+        && event.target() == "rmcp::service"
+        && event.fields().field("error").is_some()
+        && event.fields().field("id").is_some()
 }
 
 async fn run(cli: Cli) -> ExitCode {

@@ -512,3 +512,38 @@ async fn listings_match_the_golden_file() {
             .contains("replaces an earlier summary")
     );
 }
+
+#[test]
+fn errors_answered_to_a_client_are_not_warned_of_at_the_default_level() {
+    let mut child = Command::new(support::server_binary())
+        .arg("--memory")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stderr = child.stderr.take().unwrap();
+    let mut server = RawServer {
+        stdin: child.stdin.take(),
+        stdout: BufReader::new(child.stdout.take().unwrap()),
+        child,
+    };
+    server.initialize("2025-11-25");
+    // Answered with an error by rmcp's loop, and by the direct path.
+    server.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+        "params": {"uri": "pkb://notes/no-such-note"}}),
+    );
+    assert!(server.receive().get("error").is_some());
+    server.send(tool_call(2, "no-such-tool", json!({})));
+    let unknown_tool = server.receive();
+    assert!(unknown_tool.get("error").is_some(), "{unknown_tool}");
+    server.finish();
+    let mut logged = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut logged).unwrap();
+    assert!(
+        !logged.contains("WARN") && !logged.contains("response error"),
+        "an error the client was answered with is the client's business: {logged}"
+    );
+}

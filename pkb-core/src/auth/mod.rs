@@ -28,14 +28,25 @@ pub const WRITE_SCOPE: &str = "notes:write";
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct User {
     identity: Arc<str>,
+    /// Made once: every request asks for it, and hashing and hex-formatting it each time was
+    /// a tenth of a fetch's time in the server.
+    storage_key: Arc<str>,
 }
 
 impl User {
     /// The user with this identity: `token:<name>` for a token's user, the issuer and the
     /// subject for an OAuth user.
     pub fn new(identity: impl Into<Arc<str>>) -> Self {
+        let identity = identity.into();
+        let digest = Sha256::digest(identity.as_bytes());
+        let storage_key = digest[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+            .into();
         Self {
-            identity: identity.into(),
+            identity,
+            storage_key,
         }
     }
 
@@ -63,9 +74,8 @@ impl User {
 
     /// A name for this user's data that reveals nothing of the identity: 32 hex characters of
     /// its SHA-256, safe as a file name on every system.
-    pub fn storage_key(&self) -> String {
-        let digest = Sha256::digest(self.identity.as_bytes());
-        digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    pub fn storage_key(&self) -> &Arc<str> {
+        &self.storage_key
     }
 }
 

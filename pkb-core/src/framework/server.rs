@@ -185,7 +185,7 @@ impl McpServer {
         .with_roots(roots)
         .with_logger(Arc::clone(&self.logger));
         let user = self.user_of(request)?;
-        context = context.with_changes(Arc::clone(&self.changes), user.storage_key().into());
+        context = context.with_changes(Arc::clone(&self.changes), Arc::clone(user.storage_key()));
         if is_stateless(request) {
             context = context.stateless();
             // A stateless session has no initialize: its first request shows its client

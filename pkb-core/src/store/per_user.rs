@@ -39,7 +39,7 @@ enum Location {
 pub struct UserStores {
     location: Location,
     seed: bool,
-    open: Mutex<HashMap<String, Arc<Slot>>>,
+    open: Mutex<HashMap<Arc<str>, Arc<Slot>>>,
 }
 
 struct Slot {
@@ -96,11 +96,11 @@ impl UserStores {
     pub async fn store_for(&self, user: &User) -> Result<Store, StoreError> {
         let key = user.storage_key();
         if let Location::Postgres(database) = &self.location {
-            return Ok(database.store_for(&key));
+            return Ok(database.store_for(key));
         }
         let slot = {
             let mut open = lock(&self.open);
-            let slot = open.entry(key).or_insert_with(|| {
+            let slot = open.entry(Arc::clone(key)).or_insert_with(|| {
                 Arc::new(Slot {
                     store: OnceCell::new(),
                     last_used: Mutex::new(Instant::now()),

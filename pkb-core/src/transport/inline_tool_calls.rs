@@ -141,7 +141,8 @@ impl InlineToolCalls {
         let answer = match outcome {
             Ok(Ok(result)) => ServerJsonRpcMessage::response(result, id),
             Ok(Err(error)) => {
-                tracing::warn!(%id, ?error, "response error");
+                // The client's mistake, answered to it: see pkb-server's log filter.
+                tracing::debug!(%id, ?error, "response error");
                 ServerJsonRpcMessage::error(error, Some(id))
             }
             Err(_) => {
