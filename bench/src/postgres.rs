@@ -58,7 +58,7 @@ impl Database {
             let database = PgDatabase::connect(&url, true)
                 .await
                 .map_err(|e| e.to_string())?;
-            let store: Store = database.store_for(&pkb_core::auth::User::local().storage_key());
+            let store: Store = database.store_for(pkb_core::auth::User::local().storage_key());
             for batch in notes.chunks(1_000) {
                 let drafts = batch.iter().map(Note::draft).collect();
                 store

@@ -178,7 +178,7 @@ async fn open_store(cli: &Cli) -> Result<(Store, Option<Arc<PgDatabase>>), Strin
                 "using the PostgreSQL database"
             );
             let user = user.as_ref().unwrap_or(User::local());
-            return Ok((database.store_for(&user.storage_key()), Some(database)));
+            return Ok((database.store_for(user.storage_key()), Some(database)));
         }
         (Some(_), Some(Database::File(_))) => {
             return Err(

@@ -358,3 +358,29 @@ async fn tls_serves_https_with_the_given_certificate() {
         .await;
     assert!(plain.map(|r| r.status() != 200).unwrap_or(true));
 }
+
+#[tokio::test]
+async fn initializes_racing_for_the_last_sessions_open_no_more_than_max_sessions() {
+    let server = HttpServerProcess::start(&["--memory", "--max-sessions", "3"]).await;
+    let racing = (0..24).map(|_| {
+        let mut raw = RawHttp::new(&server.url, None);
+        tokio::spawn(async move {
+            let status = raw.initialize().await.status;
+            (status, raw)
+        })
+    });
+    let mut opened = Vec::new();
+    for race in futures::future::join_all(racing).await {
+        let (status, raw) = race.unwrap();
+        match status.as_u16() {
+            200 => opened.push(raw),
+            503 => {}
+            other => panic!("initialize answered {other}"),
+        }
+    }
+    assert_eq!(opened.len(), 3, "exactly --max-sessions sessions open");
+    for open in &opened {
+        let answer = open.call("fetch", json!({"id": "todo"})).await;
+        assert_eq!(answer.result()["structuredContent"]["note"]["id"], "todo");
+    }
+}

@@ -215,7 +215,7 @@ impl McpServer {
         let mut answers = match call.request_state {
             Some(state) => self
                 .round_states
-                .open(state, &identity(), &user_key)
+                .open(state, &identity(), user_key)
                 .ok_or_else(|| {
                     invalid_params(
                         "invalid requestState: it was altered, has expired, or belongs to another call or user",
@@ -239,7 +239,7 @@ impl McpServer {
             RoundOutcome::NeedsInput { asked, state } => {
                 let state = self
                     .round_states
-                    .seal(&state, &user_key, self.sampling_timeout)
+                    .seal(&state, user_key, self.sampling_timeout)
                     .map_err(|e| ErrorData::internal_error(e, None))?;
                 Ok(Rounded::InputRequired(input_required(asked, state)))
             }
@@ -310,12 +310,12 @@ fn encode_cursor(states: &RoundStates, user: &User, after: &str) -> Option<Strin
     let cursor = ResourcesCursor {
         after: after.to_owned(),
     };
-    states.seal_token(&cursor, &user.storage_key()).ok()
+    states.seal_token(&cursor, user.storage_key()).ok()
 }
 
 /// Where a cursor continues, or `None` for a cursor this server never issued to `user`.
 fn decode_cursor(states: &RoundStates, user: &User, cursor: &str) -> Option<String> {
-    let cursor: ResourcesCursor = states.open_token(cursor, &user.storage_key())?;
+    let cursor: ResourcesCursor = states.open_token(cursor, user.storage_key())?;
     Some(cursor.after)
 }
 
@@ -442,7 +442,7 @@ impl ServerHandler for McpServer {
             .map_or(User::local(), |p| &p.user)
             .clone();
         self.session.forward_changes(
-            self.changes.subscribe(&user.storage_key()),
+            self.changes.subscribe(user.storage_key()),
             context.peer.clone(),
         );
         let _ = self.user.set(user);
@@ -715,7 +715,7 @@ impl ServerHandler for McpServer {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let user = self.user_of(context.request_context())?.clone();
-        let mut changes = self.changes.subscribe(&user.storage_key());
+        let mut changes = self.changes.subscribe(user.storage_key());
         let accepted = context.accepted().clone();
         let wants = |uri: &str| {
             accepted

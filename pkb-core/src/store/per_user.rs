@@ -124,7 +124,7 @@ impl UserStores {
     async fn open_store(&self, user: &User) -> Result<Store, StoreError> {
         let store = match &self.location {
             Location::Memory => Store::open_in_memory(self.seed)?,
-            Location::Postgres(database) => database.store_for(&user.storage_key()),
+            Location::Postgres(database) => database.store_for(user.storage_key()),
             Location::Dir(dir) => {
                 let path = Self::path_in(dir, user);
                 let seed = self.seed;

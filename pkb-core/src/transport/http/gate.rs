@@ -38,6 +38,10 @@ pub struct Gate {
     pub(super) resource_metadata: Option<String>,
     pub(super) sessions: Arc<LocalSessionManager>,
     pub(super) max_sessions: usize,
+    /// `initialize` requests let through and not yet answered: each holds a place under
+    /// `max_sessions` until its session is among the owners, so concurrent ones cannot all
+    /// take the last. Changed only under the owners' lock.
+    pub(super) opening: AtomicUsize,
     /// Who opened each session, and when its client last sent a request in it.
     pub(super) owners: Mutex<HashMap<String, Owner>>,
     /// Sessions whose client sent nothing for this long are ended.
@@ -231,6 +235,8 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         owner.last_seen = Instant::now();
     }
     let method = parts.method.clone();
+    // Held until the session it opens is in rmcp's table (or it opened none).
+    let mut reservation = None;
     let mut request = if method == Method::POST {
         let bytes = match read_body(body).await {
             Ok(bytes) => bytes,
@@ -284,15 +290,17 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             });
             return (StatusCode::NOT_FOUND, axum::Json(error)).into_response();
         }
-        if session.is_none()
-            && rpc_method == Some("initialize")
-            && gate.sessions.sessions.read().await.len() >= gate.max_sessions
-        {
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Service Unavailable: too many sessions",
-            )
-                .into_response();
+        if session.is_none() && rpc_method == Some("initialize") {
+            match gate.reserve_session() {
+                Some(place) => reservation = Some(place),
+                None => {
+                    return (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "Service Unavailable: too many sessions",
+                    )
+                        .into_response();
+                }
+            }
         }
         Request::from_parts(parts, Body::from(bytes))
     } else {
@@ -321,7 +329,14 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             user,
             last_seen: Instant::now(),
         };
-        lock(&gate.owners).insert(issued.to_owned(), owner);
+        match reservation {
+            Some(place) => place.open(issued.to_owned(), owner),
+            None => {
+                lock(&gate.owners).insert(issued.to_owned(), owner);
+            }
+        }
+    } else {
+        drop(reservation);
     }
     if method == Method::DELETE
         && response.status().is_success()
@@ -340,7 +355,48 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
     }
 }
 
+/// A place under `--max-sessions` held for an `initialize` on its way. The count of places
+/// changes only under the owners' lock, so a place becomes an owner in one step.
+pub(super) struct SessionPlace<'a> {
+    gate: &'a Gate,
+    taken: bool,
+}
+
+impl SessionPlace<'_> {
+    /// Turns the place into the session `id`, owned by `owner`.
+    fn open(mut self, id: String, owner: Owner) {
+        let mut owners = lock(&self.gate.owners);
+        owners.insert(id, owner);
+        self.gate.opening.fetch_sub(1, Ordering::SeqCst);
+        self.taken = true;
+    }
+}
+
+impl Drop for SessionPlace<'_> {
+    fn drop(&mut self) {
+        if !self.taken {
+            let _owners = lock(&self.gate.owners);
+            self.gate.opening.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
 impl Gate {
+    /// A place for one more session, if the sessions open and those being opened leave one.
+    /// Counted under the owners' lock, so two requests racing for the last place cannot both
+    /// get it.
+    fn reserve_session(&self) -> Option<SessionPlace<'_>> {
+        let owners = lock(&self.owners);
+        if owners.len() + self.opening.load(Ordering::SeqCst) >= self.max_sessions {
+            return None;
+        }
+        self.opening.fetch_add(1, Ordering::SeqCst);
+        Some(SessionPlace {
+            gate: self,
+            taken: false,
+        })
+    }
+
     /// Ends the sessions whose client sent nothing for the idle timeout, and forgets the
     /// owners of sessions that ended. rmcp's own idle timer is reset by what the server
     /// sends too, so a session that only receives notifications would never end by it.

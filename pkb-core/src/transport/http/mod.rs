@@ -11,7 +11,7 @@ mod origin;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
@@ -186,6 +186,7 @@ impl HttpServer {
                 .map(|_| format!("{public_url}{RESOURCE_METADATA_PATH}")),
             sessions,
             max_sessions: settings.max_sessions,
+            opening: AtomicUsize::new(0),
             owners: Mutex::default(),
             idle_timeout: settings.session_idle_timeout,
             in_flight: Arc::default(),
