@@ -69,8 +69,14 @@ impl Key {
     }
 
     fn sign(&self, claims: &Value) -> String {
+        self.sign_typed(claims, "JWT")
+    }
+
+    /// Signed with `typ` in the header.
+    fn sign_typed(&self, claims: &Value, typ: &str) -> String {
         let mut header = Header::new(self.alg);
         header.kid = Some(self.kid.clone());
+        header.typ = Some(typ.to_owned());
         jsonwebtoken::encode(&header, claims, &self.encoding).unwrap()
     }
 }
@@ -378,6 +384,8 @@ async fn hostile_tokens_get_401_and_reach_no_handler() {
                 c.remove("exp");
             }),
         ),
+        ("a logout token", key.sign_typed(&good, "logout+jwt")),
+        ("a DPoP proof", key.sign_typed(&good, "dpop+jwt")),
         ("alg none", alg_none),
         ("HS256 with the public key as secret", hmac_with_public_key),
         ("tampered payload", tampered),
@@ -385,6 +393,12 @@ async fn hostile_tokens_get_401_and_reach_no_handler() {
         ("a key outside the set", outsider.sign(&good)),
         ("garbage", "a.b.c".into()),
     ];
+    // RFC 9068's own type is as good as the plain one.
+    for typ in ["at+jwt", "application/at+jwt"] {
+        let typed = key.sign_typed(&good, typ);
+        let answer = RawHttp::new(&server.url, Some(&typed)).initialize().await;
+        assert!(answer.status.is_success(), "{typ}: {answer:?}");
+    }
     // A real session, so a hostile request would reach a handler if the gate let it by.
     let mut honest = RawHttp::new(&server.url, Some(&valid));
     assert!(honest.initialize().await.status.is_success());

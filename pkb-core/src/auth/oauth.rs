@@ -142,7 +142,9 @@ impl JwtVerifier {
             return Some(principal.clone());
         }
         let header = jsonwebtoken::decode_header(token).ok()?;
-        if !ACCEPTED.contains(&header.alg) {
+        if !ACCEPTED.contains(&header.alg)
+            || !header.typ.as_deref().is_none_or(types_an_access_token)
+        {
             return None;
         }
         let jwk = match self.find_key(header.kid.as_deref(), header.alg) {
@@ -237,6 +239,15 @@ impl JwtVerifier {
             Err(error) => tracing::warn!(%error, "cannot fetch the issuer's keys again"),
         }
     }
+}
+
+/// Whether a JWT's `typ` lets it be an access token: RFC 9068's `at+jwt` (or
+/// `application/at+jwt`), or the plain `JWT` that many issuers still send. A JWT typed as
+/// another kind (a logout token, a DPoP proof, a security event) is not one, whatever its
+/// claims say.
+fn types_an_access_token(typ: &str) -> bool {
+    let typ = typ.strip_prefix("application/").unwrap_or(typ);
+    typ.eq_ignore_ascii_case("at+jwt") || typ.eq_ignore_ascii_case("jwt")
 }
 
 /// Whether `jwk` is a key for `alg`: of its type and curve, and of its stated algorithm.
