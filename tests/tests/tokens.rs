@@ -188,6 +188,42 @@ async fn a_revoked_token_fails_within_a_second_in_a_running_server() {
 }
 
 #[tokio::test]
+async fn a_revoked_token_s_sessions_end_with_their_event_streams() {
+    let (_dir, path, alice, _bob, _reader) = data_dir_with_tokens();
+    let server = HttpServerProcess::start(&["--auth", "tokens", "--data-dir", &path]).await;
+    let mut raw = RawHttp::new(&server.url, Some(&alice));
+    assert!(raw.initialize().await.status.is_success());
+    let mut stream = raw
+        .client
+        .get(&server.url)
+        .bearer_auth(&alice)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", raw.session.as_deref().unwrap())
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert!(stream.status().is_success(), "{stream:?}");
+    let (status, _, _) = run_command(&["--data-dir", &path, "token", "revoke", "alice"]);
+    assert!(status.success());
+    let revoked = Instant::now();
+    // The stream carried the user's note changes; it ends rather than outlive the token.
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Ok(Some(_)) = stream.chunk().await {}
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the event stream still open 5 s after the revocation"
+    );
+    assert!(
+        revoked.elapsed() < Duration::from_secs(2),
+        "ended {:?} after the revocation",
+        revoked.elapsed()
+    );
+}
+
+#[tokio::test]
 async fn users_never_see_each_others_notes() {
     users_never_see_each_others_notes_in(&[]).await;
 }

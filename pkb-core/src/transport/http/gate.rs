@@ -53,6 +53,9 @@ pub struct Gate {
 /// The user of a session, and when its client last spoke.
 pub struct Owner {
     user: Option<User>,
+    /// The bearer token of the session's latest request: once it is revoked or expires, the
+    /// session ends, and with it any event stream still carrying the user's note changes.
+    token: Option<Arc<str>>,
     last_seen: Instant,
 }
 
@@ -169,7 +172,10 @@ impl Gate {
     }
 
     /// The principal of the request's bearer token, or the response refusing it.
-    async fn authenticate(&self, headers: &http::HeaderMap) -> Result<Option<Principal>, Response> {
+    async fn authenticate(
+        &self,
+        headers: &http::HeaderMap,
+    ) -> Result<Option<(Principal, Arc<str>)>, Response> {
         if !self.auth.required() {
             return Ok(None);
         }
@@ -187,7 +193,7 @@ impl Gate {
             return Err(self.unauthorized(true));
         };
         match self.auth.authenticate(token).await {
-            Some(principal) => Ok(Some(principal)),
+            Some(principal) => Ok(Some((principal, token.into()))),
             None => Err(self.unauthorized(true)),
         }
     }
@@ -212,8 +218,9 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         return shutting_down();
     }
     let (mut parts, body) = request.into_parts();
-    let principal = match gate.authenticate(&parts.headers).await {
-        Ok(principal) => principal,
+    let (principal, token) = match gate.authenticate(&parts.headers).await {
+        Ok(Some((principal, token))) => (Some(principal), Some(token)),
+        Ok(None) => (None, None),
         Err(refused) => return refused,
     };
     // The token has done its work: nothing behind the gate (rmcp, a handler, a log line
@@ -233,6 +240,7 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             return not_found();
         }
         owner.last_seen = Instant::now();
+        owner.token.clone_from(&token);
     }
     let method = parts.method.clone();
     // Held until the session it opens is in rmcp's table (or it opened none).
@@ -327,6 +335,7 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
     {
         let owner = Owner {
             user,
+            token,
             last_seen: Instant::now(),
         };
         match reservation {
@@ -397,17 +406,27 @@ impl Gate {
         })
     }
 
-    /// Ends the sessions whose client sent nothing for the idle timeout, and forgets the
-    /// owners of sessions that ended. rmcp's own idle timer is reset by what the server
+    /// Ends the sessions whose client sent nothing for the idle timeout or whose latest token
+    /// is no longer valid, and forgets the owners of sessions that ended. rmcp's own idle timer is reset by what the server
     /// sends too, so a session that only receives notifications would never end by it.
     pub(super) async fn end_idle_sessions(&self) {
-        let idle: Vec<String> = lock(&self.owners)
-            .iter()
-            .filter(|(_, owner)| owner.last_seen.elapsed() >= self.idle_timeout)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in idle {
-            tracing::debug!(session = %id, "ending an idle session");
+        let mut ending: Vec<String> = Vec::new();
+        let mut tokens: Vec<(String, Arc<str>)> = Vec::new();
+        for (id, owner) in lock(&self.owners).iter() {
+            if owner.last_seen.elapsed() >= self.idle_timeout {
+                tracing::debug!(session = %id, "ending an idle session");
+                ending.push(id.clone());
+            } else if let Some(token) = &owner.token {
+                tokens.push((id.clone(), Arc::clone(token)));
+            }
+        }
+        for (id, token) in tokens {
+            if self.auth.authenticate(&token).await.is_none() {
+                tracing::debug!(session = %id, "ending a session whose token was revoked or expired");
+                ending.push(id);
+            }
+        }
+        for id in ending {
             let _ = self.sessions.close_session(&id.as_str().into()).await;
             lock(&self.owners).remove(&id);
         }

@@ -40,6 +40,11 @@ pub const MCP_PATH: &str = "/mcp";
 /// RFC 9728's metadata path for the resource at [`MCP_PATH`].
 pub const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
 
+/// How often open sessions' tokens are checked again when authorization is on: the token
+/// file is read every 250 ms, so a revoked token's sessions (and their event streams) end
+/// within about three quarters of a second.
+const TOKEN_RECHECK: Duration = Duration::from_millis(500);
+
 /// How an HTTP server is set up.
 pub struct HttpSettings {
     /// The address to listen on; port 0 picks a free one.
@@ -244,8 +249,12 @@ impl HttpServer {
         let stop = CancellationToken::new();
         let serving = tokio::spawn(self.listener.serve(self.router, stop.clone()));
         let gate = Arc::clone(&self.gate);
-        let sweep_every =
+        let mut sweep_every =
             (gate.idle_timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        if gate.auth.required() {
+            // A revoked token's sessions end within a second, as its requests are refused.
+            sweep_every = sweep_every.min(TOKEN_RECHECK);
+        }
         let sweeping = tokio::spawn(async move {
             let mut tick = tokio::time::interval(sweep_every);
             loop {
