@@ -269,17 +269,7 @@ async fn rs256_es256_and_eddsa_tokens_are_accepted_and_scopes_enforced() {
             .contains("scope=\"notes:read\"")
     );
     // Nor may it listen to the session's stream of changes.
-    let stream = nothing
-        .client
-        .get(&server.url)
-        .bearer_auth(nothing.token.as_deref().unwrap())
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", nothing.session.as_deref().unwrap())
-        .header("mcp-protocol-version", "2025-11-25")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(stream.status(), 403);
+    assert_eq!(nothing.event_stream().await.status(), 403);
 }
 
 #[tokio::test]

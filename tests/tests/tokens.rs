@@ -193,16 +193,7 @@ async fn a_revoked_token_s_sessions_end_with_their_event_streams() {
     let server = HttpServerProcess::start(&["--auth", "tokens", "--data-dir", &path]).await;
     let mut raw = RawHttp::new(&server.url, Some(&alice));
     assert!(raw.initialize().await.status.is_success());
-    let mut stream = raw
-        .client
-        .get(&server.url)
-        .bearer_auth(&alice)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", raw.session.as_deref().unwrap())
-        .header("mcp-protocol-version", "2025-11-25")
-        .send()
-        .await
-        .unwrap();
+    let mut stream = raw.event_stream().await;
     assert!(stream.status().is_success(), "{stream:?}");
     let (status, _, _) = run_command(&["--data-dir", &path, "token", "revoke", "alice"]);
     assert!(status.success());

@@ -640,6 +640,23 @@ impl RawHttp {
         }
     }
 
+    /// Opens the session's event stream (a GET of `/mcp`) with this client's token.
+    pub async fn event_stream(&self) -> reqwest::Response {
+        let mut request = self
+            .client
+            .get(&self.url)
+            .header("accept", "text/event-stream")
+            .header(
+                "mcp-session-id",
+                self.session.as_deref().expect("a session"),
+            )
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        request.send().await.expect("the GET is answered")
+    }
+
     /// A POST of `body` with this client's token and session.
     pub fn post_builder(&self, body: &Value) -> reqwest::RequestBuilder {
         let mut request = self
