@@ -243,7 +243,7 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         owner.token.clone_from(&token);
     }
     let method = parts.method.clone();
-    // Held until the session it opens is in rmcp's table (or it opened none).
+    // Held until the session it opens is among the owners (or it opened none).
     let mut reservation = None;
     let mut request = if method == Method::POST {
         let bytes = match read_body(body).await {
