@@ -889,3 +889,43 @@ fn a_store_closed_while_damage_sqlite_reported_stands_leaves_its_file_and_keeps_
     );
     assert!(dir.path().join("pkb.db-wal").exists(), "the WAL is kept");
 }
+
+#[test]
+fn damage_the_page_check_finds_is_taken_back_once_the_whole_file_reads_sound() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 300);
+    let page = garble_the_page_holding(&path, "body 150 body 150");
+    let store = Store::open(&path, true).expect("opens before the page check ends");
+    block_on(async {
+        let found = store
+            .damage_checked()
+            .await
+            .expect_err("the check finds it");
+        assert!(matches!(found, StoreError::Corrupt { .. }), "{found:?}");
+        put_back(&path, page);
+        let started = std::time::Instant::now();
+        loop {
+            match store.count().await {
+                Ok(count) => break assert_eq!(count, 3 + 300),
+                Err(StoreError::Corrupt { .. }) if started.elapsed().as_secs() < 30 => {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                Err(e) => panic!("still refused after the file was mended: {e}"),
+            }
+        }
+        store
+            .put(
+                draft("after", "written once the file read sound"),
+                PutMode::CreateOnly,
+            )
+            .await
+            .unwrap();
+    });
+    drop(store);
+    assert!(
+        !dir.path().join("pkb.db-wal").exists(),
+        "once sound, closing folds the WAL into the file"
+    );
+    let store = open_checked(&path).unwrap();
+    assert_eq!(block_on(store.count()).unwrap(), 3 + 300 + 1);
+}

@@ -164,9 +164,11 @@ pub(super) struct SqliteBackend {
     /// Whether the writer may copy the WAL into the main file: only once the pages are known
     /// sound, so that a damaged file is never written to.
     checkpoints_on: AtomicBool,
-    /// Damage SQLite reported during a call: every call is refused until a read of the
-    /// whole file finds it sound.
+    /// Damage SQLite reported during a call, or the page check found: every call is refused
+    /// until a read of the whole file finds it sound.
     reported: ReportedDamage,
+    /// Whether the page check's damage has been put on record in `reported`.
+    page_damage_reported: AtomicBool,
     /// Whether this process wrote: then closing waits for the page check, so the WAL can be
     /// folded into the file, rather than cancelling it.
     wrote: AtomicBool,
@@ -287,6 +289,7 @@ impl SqliteBackend {
             pages,
             checkpoints_on: AtomicBool::new(false),
             reported: ReportedDamage::default(),
+            page_damage_reported: AtomicBool::new(false),
             wrote: AtomicBool::new(false),
             merging: AtomicBool::new(false),
             requests,
@@ -326,6 +329,7 @@ impl SqliteBackend {
             pages: PageCheck::done(Verdict::Sound),
             checkpoints_on: AtomicBool::new(true),
             reported: ReportedDamage::default(),
+            page_damage_reported: AtomicBool::new(false),
             wrote: AtomicBool::new(false),
             merging: AtomicBool::new(false),
             requests: Arc::default(),
@@ -392,15 +396,36 @@ impl SqliteBackend {
 
     /// What is known to be damaged: by the page check, or by SQLite during a call.
     fn damage(&self) -> Option<String> {
-        match self.pages.verdict() {
-            Some(Verdict::Damaged(reason)) => Some(reason.clone()),
-            _ => self.reported.reason(),
+        self.report_page_damage();
+        self.reported.reason()
+    }
+
+    /// Puts damage the page check found on record, once, like damage SQLite reports during a
+    /// call: a later read of the whole file that finds it sound takes it back the same way.
+    fn report_page_damage(&self) {
+        if let Some(Verdict::Damaged(reason)) = self.pages.verdict()
+            && !self.page_damage_reported.swap(true, Ordering::AcqRel)
+        {
+            self.reported.record(reason.clone());
         }
     }
 
-    /// Refuses every call once damage is known; damage SQLite reported is looked for again
-    /// first when a look is due (see [`reported_damage`]).
+    /// Whether the page check, or a read of the whole file since, found every page sound.
+    fn pages_sound(&self) -> bool {
+        match self.pages.verdict() {
+            Some(Verdict::Sound) => true,
+            Some(Verdict::Damaged(_)) => {
+                self.report_page_damage();
+                !self.reported.is_known()
+            }
+            _ => false,
+        }
+    }
+
+    /// Refuses every call once damage is known; known damage is looked for again first when
+    /// a look is due (see [`reported_damage`]).
     fn refuse_if_damaged(&self) -> Result<(), StoreError> {
+        self.report_page_damage();
         if let Some(path) = &self.path
             && self.reported.look_again(|| file_reads_sound(path))
         {
@@ -551,7 +576,7 @@ impl SqliteBackend {
     /// Lets the writer copy the WAL into the main file once the page check has passed; until
     /// then, and for good once damage is known, it only appends to the WAL.
     fn allow_checkpoints(&self, writer: &Connection) -> rusqlite::Result<()> {
-        let allowed = self.pages.verdict() == Some(&Verdict::Sound) && !self.reported.is_known();
+        let allowed = self.pages_sound() && !self.reported.is_known();
         if allowed && self.checkpoints_on.load(Ordering::Relaxed) {
             return Ok(());
         }

@@ -39,13 +39,13 @@ struct Report {
 }
 
 impl ReportedDamage {
-    /// Puts SQLite's report of damage on record; the first one's words are kept.
+    /// Puts a report of damage on record; the first one's words are kept.
     pub(super) fn record(&self, reason: String) {
         let mut report = lock(&self.report);
         match report.as_mut() {
             Some(report) => report.again = true,
             None => {
-                tracing::error!(%reason, "SQLite reported damage; refusing every call until a read of the whole file finds it sound");
+                tracing::error!(%reason, "damage found; refusing every call until a read of the whole file finds it sound");
                 *report = Some(Report {
                     reason,
                     next_look: Instant::now() + LOOK_AGAIN_AFTER,
