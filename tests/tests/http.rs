@@ -217,6 +217,20 @@ async fn idle_sessions_end() {
     assert_eq!(raw.call("fetch", json!({"id": "todo"})).await.status, 404);
 }
 
+/// Calls answered without rmcp's session worker still count as use of the session.
+#[tokio::test]
+async fn a_session_in_use_outlives_the_idle_timeout() {
+    let server = HttpServerProcess::start(&["--memory", "--session-idle-timeout", "1"]).await;
+    let mut raw = RawHttp::new(&server.url, None);
+    raw.initialize().await;
+    let until = Instant::now() + Duration::from_millis(2500);
+    while Instant::now() < until {
+        let answer = raw.call("fetch", json!({"id": "todo"})).await;
+        assert_eq!(answer.result()["structuredContent"]["note"]["id"], "todo");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_client_that_sends_its_headers_slowly_is_cut_off() {
     let server = HttpServerProcess::start(&["--memory"]).await;
@@ -383,4 +397,48 @@ async fn initializes_racing_for_the_last_sessions_open_no_more_than_max_sessions
         let answer = open.call("fetch", json!({"id": "todo"})).await;
         assert_eq!(answer.result()["structuredContent"]["note"]["id"], "todo");
     }
+}
+
+/// A plain call in a session is answered as one JSON body, the same answer rmcp's event
+/// stream carries; a call asking for progress, or in a session whose client can be sampled
+/// (whose calls may send it requests on their own stream), keeps the event stream.
+#[tokio::test]
+async fn plain_calls_are_answered_as_json_and_calls_that_may_reach_the_client_as_event_streams() {
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    let mut plain = RawHttp::new(&server.url, None);
+    plain.initialize().await;
+    let mut sampled = RawHttp::new(&server.url, None);
+    sampled.initialize_declaring(json!({"sampling": {}})).await;
+    let content_type = |answer: &support::RawAnswer| answer.header("content-type").unwrap();
+
+    let direct = plain.call("fetch", json!({"id": "todo"})).await;
+    assert_eq!(content_type(&direct), "application/json");
+    let streamed = sampled.call("fetch", json!({"id": "todo"})).await;
+    assert_eq!(content_type(&streamed), "text/event-stream");
+    assert_eq!(direct.result(), streamed.result());
+
+    for (tool, arguments) in [
+        ("no-such-tool", json!({})),
+        ("fetch", json!({"id": 5})),
+        ("fetch", json!({"id": "no-such-note"})),
+    ] {
+        let direct = plain.call(tool, arguments.clone()).await;
+        let streamed = sampled.call(tool, arguments).await;
+        assert_eq!(content_type(&direct), "application/json");
+        let (direct, streamed) = (direct.message.unwrap(), streamed.message.unwrap());
+        assert_eq!(direct.get("error"), streamed.get("error"), "{tool}");
+        assert_eq!(direct.get("result"), streamed.get("result"), "{tool}");
+    }
+
+    let with_progress = plain
+        .request(
+            "tools/call",
+            json!({"name": "fetch", "arguments": {"id": "todo"}, "_meta": {"progressToken": "p"}}),
+        )
+        .await;
+    assert_eq!(content_type(&with_progress), "text/event-stream");
+    assert_eq!(
+        with_progress.result()["structuredContent"]["note"]["id"],
+        "todo"
+    );
 }

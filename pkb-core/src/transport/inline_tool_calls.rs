@@ -131,27 +131,8 @@ impl InlineToolCalls {
     {
         let id = context.id.clone();
         let cancelled = context.ct.clone();
-        let request = ClientRequest::CallToolRequest(Request::new(call));
-        // Tool handlers' panics are already caught by the registry; this catches one in the
-        // code around them, which here would otherwise unwind into the transport's reading task.
-        let outcome = AssertUnwindSafe(self.server.handle_request(request, context))
-            .catch_unwind()
-            .await;
+        let answer = run_handler(&self.server, context, call).await;
         self.finished(&id, ticket);
-        let answer = match outcome {
-            Ok(Ok(result)) => ServerJsonRpcMessage::response(result, id),
-            Ok(Err(error)) => {
-                // The client's mistake, answered to it: see pkb-server's log filter.
-                tracing::debug!(%id, ?error, "response error");
-                ServerJsonRpcMessage::error(error, Some(id))
-            }
-            Err(_) => {
-                tracing::error!(%id, "a tool call panicked outside its handler");
-                let error =
-                    ErrorData::internal_error("internal error while answering the call", None);
-                ServerJsonRpcMessage::error(error, Some(id))
-            }
-        };
         if cancelled.is_cancelled() {
             tracing::debug!("dropping the answer to a cancelled call");
             return;
@@ -159,6 +140,28 @@ impl InlineToolCalls {
         if let Err(error) = super::write_line(&writer, &answer).await {
             tracing::warn!(%error, "could not write a tool call's answer");
         }
+    }
+
+    /// Answers `call` in `context` for a transport that sends the answer itself (a session's
+    /// call over HTTP): polled here first, then, if it waits, from a task of its own, which
+    /// runs to its end even when the caller stops waiting (its client went away), as a
+    /// handler under rmcp's loop would.
+    pub(super) async fn answer_message(
+        &self,
+        context: RequestContext<RoleServer>,
+        call: CallToolRequestParams,
+    ) -> ServerJsonRpcMessage {
+        let id = context.id.clone();
+        let server = self.server.clone();
+        let mut answering = Box::pin(async move { run_handler(&server, context, call).await });
+        if let Poll::Ready(answer) = futures::poll!(answering.as_mut()) {
+            return answer;
+        }
+        let (answered, answer) = tokio::sync::oneshot::channel();
+        self.tasks.spawn(async move {
+            let _ = answered.send(answering.await);
+        });
+        answer.await.unwrap_or_else(|_| internal_error(id))
     }
 
     /// Forgets a call whose handler has returned, before its answer is written: once the
@@ -200,4 +203,36 @@ impl InlineToolCalls {
             tracing::warn!("timed out waiting for tool calls still being answered");
         }
     }
+}
+
+/// The answer of `server`'s handler to `call`, as rmcp's loop would send it.
+async fn run_handler(
+    server: &McpServer,
+    context: RequestContext<RoleServer>,
+    call: CallToolRequestParams,
+) -> ServerJsonRpcMessage {
+    let id = context.id.clone();
+    let request = ClientRequest::CallToolRequest(Request::new(call));
+    // Tool handlers' panics are already caught by the registry; this catches one in the code
+    // around them, which would otherwise unwind into the transport's task.
+    let outcome = AssertUnwindSafe(server.handle_request(request, context))
+        .catch_unwind()
+        .await;
+    match outcome {
+        Ok(Ok(result)) => ServerJsonRpcMessage::response(result, id),
+        Ok(Err(error)) => {
+            // The client's mistake, answered to it: see pkb-server's log filter.
+            tracing::debug!(%id, ?error, "response error");
+            ServerJsonRpcMessage::error(error, Some(id))
+        }
+        Err(_) => {
+            tracing::error!(%id, "a tool call panicked outside its handler");
+            internal_error(id)
+        }
+    }
+}
+
+fn internal_error(id: RequestId) -> ServerJsonRpcMessage {
+    let error = ErrorData::internal_error("internal error while answering the call", None);
+    ServerJsonRpcMessage::error(error, Some(id))
 }

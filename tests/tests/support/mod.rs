@@ -719,12 +719,17 @@ impl RawHttp {
 
     /// Initializes a session (keeping its id) and says so; the initialize answer.
     pub async fn initialize(&mut self) -> RawAnswer {
+        self.initialize_declaring(serde_json::json!({})).await
+    }
+
+    /// Initializes a session for a client declaring `capabilities`.
+    pub async fn initialize_declaring(&mut self, capabilities: Value) -> RawAnswer {
         let answer = self
             .request(
                 "initialize",
                 serde_json::json!({
                     "protocolVersion": "2025-11-25",
-                    "capabilities": {},
+                    "capabilities": capabilities,
                     "clientInfo": {"name": "pkb-tests", "version": "1"}
                 }),
             )

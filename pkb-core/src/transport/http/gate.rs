@@ -19,11 +19,12 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use serde::Deserialize;
 use tokio::sync::Notify;
 
+use super::direct_calls::{self, DirectCall};
 use crate::Registry;
 use crate::auth::{Authenticator, Principal, Scopes, User};
 use crate::framework::access::Access;
 use crate::locks::lock;
-use crate::transport::MAX_MESSAGE_BYTES;
+use crate::transport::{InlineToolCalls, MAX_MESSAGE_BYTES};
 
 /// How long a client may take to send a request's body.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -57,6 +58,9 @@ pub struct Owner {
     /// session ends, and with it any event stream still carrying the user's note changes.
     token: Option<Arc<str>>,
     last_seen: Instant,
+    /// The session's server, answering its plain tool calls without rmcp (see
+    /// [`direct_calls`]).
+    calls: Option<Arc<InlineToolCalls>>,
 }
 
 /// The POST requests whose answer is not yet sent, so a shutdown can wait for them.
@@ -232,6 +236,7 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let mut session_calls = None;
     if let Some(session) = &session
         && let Some(owner) = lock(&gate.owners).get_mut(session)
     {
@@ -241,6 +246,7 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         }
         owner.last_seen = Instant::now();
         owner.token.clone_from(&token);
+        session_calls.clone_from(&owner.calls);
     }
     let method = parts.method.clone();
     // Held until the session it opens is among the owners (or it opened none).
@@ -298,6 +304,16 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             });
             return (StatusCode::NOT_FOUND, axum::Json(error)).into_response();
         }
+        if let Some(calls) = &session_calls
+            && rpc_method == Some("tools/call")
+            && let Some(call) = DirectCall::of(&parts, &bytes, calls)
+        {
+            if let Some(principal) = principal {
+                parts.extensions.insert(principal);
+            }
+            let guard = gate.in_flight.enter();
+            return tracked(call.answer(parts, calls).await, guard);
+        }
         if session.is_none() && rpc_method == Some("initialize") {
             match gate.reserve_session() {
                 Some(place) => reservation = Some(place),
@@ -326,7 +342,11 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         request.extensions_mut().insert(principal);
     }
     let guard = (method == Method::POST).then(|| gate.in_flight.enter());
-    let response = next.run(request).await;
+    let (response, calls) = if reservation.is_some() {
+        direct_calls::opening(next.run(request)).await
+    } else {
+        (next.run(request).await, None)
+    };
     if let Some(issued) = response
         .headers()
         .get(SESSION_HEADER)
@@ -337,6 +357,7 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             user,
             token,
             last_seen: Instant::now(),
+            calls,
         };
         match reservation {
             Some(place) => place.open(issued.to_owned(), owner),
@@ -354,14 +375,19 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         lock(&gate.owners).remove(session);
     }
     match guard {
-        Some(guard) => response.map(|body| {
-            Body::new(TrackedBody {
-                body,
-                _guard: guard,
-            })
-        }),
+        Some(guard) => tracked(response, guard),
         None => response,
     }
+}
+
+/// `response`, counted as in flight until its body is sent or dropped.
+fn tracked(response: Response, guard: InFlightGuard) -> Response {
+    response.map(|body| {
+        Body::new(TrackedBody {
+            body,
+            _guard: guard,
+        })
+    })
 }
 
 /// A place under `--max-sessions` held for an `initialize` on its way. The count of places

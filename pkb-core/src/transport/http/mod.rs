@@ -5,6 +5,7 @@
 //! Every session gets its own [`McpServer`] from one template, so tools, resources and
 //! prompts are the same as on stdio: no handler learns which transport it is on.
 
+mod direct_calls;
 mod gate;
 mod listener;
 mod origin;
@@ -160,7 +161,9 @@ impl HttpServer {
 
         let cancel = CancellationToken::new();
         let mut sessions = LocalSessionManager::default();
-        sessions.session_config.keep_alive = Some(settings.session_idle_timeout);
+        // The gate ends idle sessions itself (rmcp's timer would not see the calls the gate
+        // answers directly).
+        sessions.session_config.keep_alive = None;
         let sessions = Arc::new(sessions);
         // Host and Origin are checked by `origin`, before rmcp: its lists are turned off.
         let config = StreamableHttpServerConfig::default()
@@ -170,7 +173,7 @@ impl HttpServer {
             .with_cancellation_token(cancel.clone());
         let registry = template.shared_registry();
         let service = StreamableHttpService::new(
-            move || Ok(template.new_session()),
+            move || Ok(direct_calls::new_session_server(&template)),
             Arc::clone(&sessions),
             config,
         );
