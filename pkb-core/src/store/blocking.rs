@@ -1,7 +1,11 @@
 //! Running a blocking [`NoteBackend`] (SQLite's) as an async [`NoteEngine`]: reads on the
-//! store's own read threads, writes and maintenance on tokio's blocking pool.
+//! store's own read threads, writes and maintenance on tokio's blocking pool. A backend that
+//! queues its writes ([`QueuedWrites`]) has them committed by one thread at a time, while the
+//! calls that made them wait as tasks.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -9,8 +13,8 @@ use async_trait::async_trait;
 use super::quiet_merge::{self, MergeProgress, Writes};
 use super::read_threads::ReadThreads;
 use super::{
-    NoteBackend, NoteDates, NoteDraft, NoteEngine, NoteSummary, PutMode, PutOutcome, SearchHit,
-    StoreError,
+    NoteBackend, NoteDates, NoteDraft, NoteEngine, NoteSummary, PutMode, PutOutcome, QueuedWrite,
+    SearchHit, StoreError,
 };
 use crate::note::Note;
 
@@ -22,6 +26,8 @@ pub(super) struct BlockingEngine {
     reads: Option<ReadThreads>,
     /// The writes made through this engine, which wake the index merge.
     writes: Arc<Writes>,
+    /// Whether a thread is committing the backend's queued writes.
+    committing: Arc<AtomicBool>,
 }
 
 impl BlockingEngine {
@@ -38,6 +44,7 @@ impl BlockingEngine {
             backend,
             reads,
             writes: Arc::default(),
+            committing: Arc::default(),
         }
     }
 
@@ -62,6 +69,47 @@ impl BlockingEngine {
         let written = self.call(f).await;
         self.writes.record();
         written
+    }
+
+    /// The answer of `queued`, a write the backend queued, once a thread has committed it.
+    async fn queued<T>(&self, queued: QueuedWrite<'_, T>) -> Result<T, StoreError> {
+        let answer = queued?;
+        self.commit_queued();
+        let written = answer.await;
+        self.writes.record();
+        written
+    }
+
+    /// Makes sure a thread commits the backend's queued writes: starts one unless one is at
+    /// it, which then commits what was queued before it stops.
+    fn commit_queued(&self) {
+        if self.committing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let backend = Arc::clone(&self.backend);
+        let committing = Arc::clone(&self.committing);
+        let commit = move || {
+            let Some(queued) = backend.queued_writes() else {
+                committing.store(false, Ordering::SeqCst);
+                return;
+            };
+            loop {
+                // A panic drops the writes it was committing, which answers them with an
+                // error; the next writes must still find a thread.
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| queued.commit_queued()));
+                committing.store(false, Ordering::SeqCst);
+                // A write queued after the last group, whose caller saw this thread still at
+                // work, is committed here; if another caller has started a thread, it is that
+                // thread's.
+                if !queued.has_queued() || committing.swap(true, Ordering::SeqCst) {
+                    return;
+                }
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(commit)),
+            Err(_) => commit(),
+        }
     }
 
     /// Runs `f` on the blocking pool when inside a tokio runtime, inline otherwise.
@@ -92,6 +140,9 @@ impl NoteEngine for BlockingEngine {
     }
 
     async fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
+        if let Some(queued) = self.backend.queued_writes() {
+            return self.queued(queued.queue_put(draft, mode)).await;
+        }
         self.write(move |b| b.put(draft, mode)).await
     }
 
@@ -100,10 +151,16 @@ impl NoteEngine for BlockingEngine {
         notes: Vec<(NoteDraft, NoteDates)>,
         mode: PutMode,
     ) -> Result<Vec<PutOutcome>, StoreError> {
+        if let Some(queued) = self.backend.queued_writes() {
+            return self.queued(queued.queue_put_dated(notes, mode)).await;
+        }
         self.write(move |b| b.put_dated(notes, mode)).await
     }
 
     async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        if let Some(queued) = self.backend.queued_writes() {
+            return self.queued(queued.queue_delete(id)).await;
+        }
         let id = id.to_owned();
         self.write(move |b| b.delete(&id)).await
     }

@@ -12,12 +12,14 @@ mod engine;
 pub mod per_user;
 pub mod postgres;
 mod query;
+mod queued_writes;
 mod quiet_merge;
 mod read_threads;
 mod seed;
 mod sqlite;
 
 pub use engine::NoteEngine;
+pub use queued_writes::{QueuedWrite, QueuedWrites};
 pub use quiet_merge::MergeProgress;
 pub use seed::SEED_NOTES;
 pub use sqlite::{DamageCheck, StoreOptions};
@@ -247,6 +249,12 @@ pub trait NoteBackend: Send + Sync {
     ) -> Result<Vec<PutOutcome>, StoreError>;
     /// Deletes a note; whether it existed.
     fn delete(&self, id: &str) -> Result<bool, StoreError>;
+    /// The backend's writes as queued ones, if it commits them in groups: [`Store`] then
+    /// waits for them as tasks rather than with a thread each. `None`: writes run on the
+    /// blocking pool, one thread each.
+    fn queued_writes(&self) -> Option<&dyn QueuedWrites> {
+        None
+    }
     /// Up to `limit` notes with ids greater than `after`, sorted by id.
     fn list(&self, after: Option<&str>, limit: usize) -> Result<Vec<NoteSummary>, StoreError>;
     /// Up to `limit` whole notes with ids greater than `after`, sorted by id.

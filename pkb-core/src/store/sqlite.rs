@@ -33,7 +33,7 @@ mod wal_watch;
 mod write_probe;
 
 use self::change_watch::ChangeWatch;
-use self::group_commit::WriteQueue;
+use self::group_commit::{ResultSlot, WriteQueue};
 use self::note_cache::NoteCache;
 use self::page_check::{PageCheck, Verdict};
 use self::reported_damage::ReportedDamage;
@@ -41,7 +41,7 @@ use self::schema::{Depth, FileState, InspectError, SCHEMA_VERSION};
 use self::terms::VocabularyChanges;
 use super::{
     MAX_LIMIT, MergeProgress, NoteBackend, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome,
-    RANK_WINDOW, SearchHit, StoreError, query,
+    QueuedWrite, QueuedWrites, RANK_WINDOW, SearchHit, StoreError, query,
 };
 use crate::fold::fold_for_search;
 use crate::locks::lock;
@@ -485,11 +485,7 @@ impl SqliteBackend {
         T: Send + 'static,
         F: Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<T> + Send + 'static,
     {
-        self.requests.fetch_add(1, Ordering::Relaxed);
-        self.refuse_if_damaged()?;
-        self.durable().map_err(self.fail(action))?;
-        self.wrote.store(true, Ordering::Relaxed);
-        let slot = self.queue.push(f);
+        let slot = self.queue_write(action, f)?;
         loop {
             if let Some(result) = slot.take() {
                 return result.map_err(self.fail(action));
@@ -499,20 +495,58 @@ impl SqliteBackend {
             if let Some(result) = slot.take() {
                 return result.map_err(self.fail(action));
             }
-            let group = self.queue.take_group();
-            if group.is_empty() {
+            if !self.commit_next_group(&mut conn) {
                 // Not settled and not queued: its group ended without settling it.
                 return Err(group_commit::aborted("the write was lost")).map_err(self.fail(action));
             }
-            // Each write's result, the commit's failure included, is in its slot.
-            let _ = group_commit::commit_group(
-                &mut conn,
-                group,
-                |conn| self.allow_checkpoints(conn),
-                || self.durable(),
-            );
-            self.changes.wrote();
         }
+    }
+
+    /// Queues `f` for the next group; its result arrives in the slot.
+    fn queue_write<T, F>(
+        &self,
+        action: &'static str,
+        f: F,
+    ) -> Result<Arc<ResultSlot<T>>, StoreError>
+    where
+        T: Send + 'static,
+        F: Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<T> + Send + 'static,
+    {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.refuse_if_damaged()?;
+        self.durable().map_err(self.fail(action))?;
+        self.wrote.store(true, Ordering::Relaxed);
+        Ok(self.queue.push(f))
+    }
+
+    /// The queued write `f`, answered once a thread running [`QueuedWrites::commit_queued`]
+    /// has committed it.
+    fn queued<T, F>(&self, action: &'static str, f: F) -> QueuedWrite<'_, T>
+    where
+        T: Send + 'static,
+        F: Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let slot = self.queue_write(action, f)?;
+        Ok(Box::pin(async move {
+            slot.wait().await.map_err(self.fail(action))
+        }))
+    }
+
+    /// Commits the writes queued now as one group on `conn` (the writer's); false if none
+    /// were. Each write's result, the commit's failure included, goes to its slot.
+    fn commit_next_group(&self, conn: &mut Connection) -> bool {
+        let group = self.queue.take_group();
+        if group.is_empty() {
+            return false;
+        }
+        let _ = group_commit::commit_group(
+            conn,
+            group,
+            |conn| self.allow_checkpoints(conn),
+            || self.durable(),
+        );
+        self.changes.wrote();
+        true
     }
 
     /// Runs `f` for a request in an IMMEDIATE transaction of its own, for what must not share
@@ -1102,6 +1136,91 @@ fn sorted_with_prefix(
     Ok(out)
 }
 
+const SAVE_A_NOTE: &str = "save a note";
+const SAVE_NOTES: &str = "save notes";
+const DELETE_A_NOTE: &str = "delete a note";
+
+/// The write of `put`; it may run twice (see [`group_commit`]), hence the clone.
+fn put_write(
+    draft: NoteDraft,
+    mode: PutMode,
+) -> impl Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<PutOutcome> + Send + 'static
+{
+    move |tx, vocabulary| {
+        put_in(
+            tx,
+            vocabulary,
+            draft.clone(),
+            mode,
+            Stamps::now(&now_rfc3339()),
+        )
+    }
+}
+
+/// The write of `put_dated`.
+fn put_dated_write(
+    notes: Vec<(NoteDraft, NoteDates)>,
+    mode: PutMode,
+) -> impl Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<Vec<PutOutcome>>
++ Send
++ 'static {
+    move |tx, vocabulary| {
+        let now = now_rfc3339();
+        notes
+            .iter()
+            .map(|(draft, dates)| {
+                let stamps = Stamps {
+                    created: dates.created_at.as_deref(),
+                    updated: dates.updated_at.as_deref().unwrap_or(&now),
+                };
+                put_in(tx, vocabulary, draft.clone(), mode, stamps)
+            })
+            .collect()
+    }
+}
+
+/// The write of `delete`.
+fn delete_write(
+    id: String,
+) -> impl Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<bool> + Send + 'static {
+    move |tx, vocabulary| {
+        let Some(old) = stored_row(tx, &id)? else {
+            return Ok(false);
+        };
+        unindex_row(tx, vocabulary, &old)?;
+        tx.prepare_cached("DELETE FROM notes WHERE seq = ?1")?
+            .execute([old.seq])?;
+        Ok(true)
+    }
+}
+
+impl QueuedWrites for SqliteBackend {
+    fn queue_put(&self, draft: NoteDraft, mode: PutMode) -> QueuedWrite<'_, PutOutcome> {
+        self.queued(SAVE_A_NOTE, put_write(draft, mode))
+    }
+
+    fn queue_put_dated(
+        &self,
+        notes: Vec<(NoteDraft, NoteDates)>,
+        mode: PutMode,
+    ) -> QueuedWrite<'_, Vec<PutOutcome>> {
+        self.queued(SAVE_NOTES, put_dated_write(notes, mode))
+    }
+
+    fn queue_delete(&self, id: &str) -> QueuedWrite<'_, bool> {
+        self.queued(DELETE_A_NOTE, delete_write(id.to_owned()))
+    }
+
+    fn commit_queued(&self) {
+        let mut conn = lock(&self.writer);
+        while self.commit_next_group(&mut conn) {}
+    }
+
+    fn has_queued(&self) -> bool {
+        !self.queue.is_empty()
+    }
+}
+
 impl NoteBackend for SqliteBackend {
     fn get(&self, id: &str) -> Result<Option<Note>, StoreError> {
         self.read_and_keep(|| {
@@ -1125,15 +1244,7 @@ impl NoteBackend for SqliteBackend {
     }
 
     fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
-        self.write("save a note", move |tx, vocabulary| {
-            put_in(
-                tx,
-                vocabulary,
-                draft.clone(),
-                mode,
-                Stamps::now(&now_rfc3339()),
-            )
-        })
+        self.write(SAVE_A_NOTE, put_write(draft, mode))
     }
 
     fn put_dated(
@@ -1141,32 +1252,15 @@ impl NoteBackend for SqliteBackend {
         notes: Vec<(NoteDraft, NoteDates)>,
         mode: PutMode,
     ) -> Result<Vec<PutOutcome>, StoreError> {
-        self.write("save notes", move |tx, vocabulary| {
-            let now = now_rfc3339();
-            notes
-                .iter()
-                .map(|(draft, dates)| {
-                    let stamps = Stamps {
-                        created: dates.created_at.as_deref(),
-                        updated: dates.updated_at.as_deref().unwrap_or(&now),
-                    };
-                    put_in(tx, vocabulary, draft.clone(), mode, stamps)
-                })
-                .collect()
-        })
+        self.write(SAVE_NOTES, put_dated_write(notes, mode))
     }
 
     fn delete(&self, id: &str) -> Result<bool, StoreError> {
-        let id = id.to_owned();
-        self.write("delete a note", move |tx, vocabulary| {
-            let Some(old) = stored_row(tx, &id)? else {
-                return Ok(false);
-            };
-            unindex_row(tx, vocabulary, &old)?;
-            tx.prepare_cached("DELETE FROM notes WHERE seq = ?1")?
-                .execute([old.seq])?;
-            Ok(true)
-        })
+        self.write(DELETE_A_NOTE, delete_write(id.to_owned()))
+    }
+
+    fn queued_writes(&self) -> Option<&dyn QueuedWrites> {
+        Some(self)
     }
 
     fn list(&self, after: Option<&str>, limit: usize) -> Result<Vec<NoteSummary>, StoreError> {

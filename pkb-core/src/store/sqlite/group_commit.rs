@@ -13,9 +13,11 @@
 //! its vocabulary changes with it.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
+use tokio::sync::Notify;
 
 use super::terms::VocabularyChanges;
 use crate::locks::lock;
@@ -39,18 +41,23 @@ pub(super) struct WriteQueue {
 
 impl WriteQueue {
     /// Adds a write; its result arrives in `slot`.
-    pub(super) fn push<T, F>(&self, write: F) -> Arc<Slot<T>>
+    pub(super) fn push<T, F>(&self, write: F) -> Arc<ResultSlot<T>>
     where
         T: Send + 'static,
         F: Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<T> + Send + 'static,
     {
-        let slot = Arc::new(Slot::default());
+        let slot = Arc::new(ResultSlot::default());
         lock(&self.pending).push(Box::new(Write {
             write,
             outcome: None,
             slot: Arc::clone(&slot),
         }));
         slot
+    }
+
+    /// Whether a write is waiting.
+    pub(super) fn is_empty(&self) -> bool {
+        lock(&self.pending).is_empty()
     }
 
     /// Every write waiting now, for one group.
@@ -98,36 +105,58 @@ pub(super) fn commit_group(
     outcome
 }
 
-/// Where a write's result waits for its thread. The thread waits for the writer's lock, not
-/// for the slot: whoever holds the lock settles every write it took before letting go, so a
-/// thread that gets the lock finds its result, or its write still queued.
-pub(super) struct Slot<T> {
+/// Where a write's result waits for whoever asked for it. A thread waits for the writer's
+/// lock, not for the slot: whoever holds the lock settles every write it took before letting
+/// go, so a thread that gets the lock finds its result, or its write still queued. A task
+/// (see [`ResultSlot::wait`]) waits for the slot to be filled by the thread committing it.
+pub(super) struct ResultSlot<T> {
     result: Mutex<Option<rusqlite::Result<T>>>,
+    settled: AtomicBool,
+    filled: Notify,
 }
 
-impl<T> Default for Slot<T> {
+impl<T> Default for ResultSlot<T> {
     fn default() -> Self {
         Self {
             result: Mutex::new(None),
+            settled: AtomicBool::new(false),
+            filled: Notify::new(),
         }
     }
 }
 
-impl<T> Slot<T> {
+impl<T> ResultSlot<T> {
     /// The result, if the write's group has ended.
     pub(super) fn take(&self) -> Option<rusqlite::Result<T>> {
         lock(&self.result).take()
     }
 
+    /// The result, once the write's group has ended.
+    pub(super) async fn wait(&self) -> rusqlite::Result<T> {
+        loop {
+            if let Some(result) = self.take() {
+                return result;
+            }
+            // `notify_one` leaves a permit when no one waits yet: a fill between the take and
+            // this wait is not missed.
+            self.filled.notified().await;
+        }
+    }
+
+    /// Gives the write its result; only the first result given counts.
     fn fill(&self, result: rusqlite::Result<T>) {
+        if self.settled.swap(true, Ordering::SeqCst) {
+            return;
+        }
         *lock(&self.result) = Some(result);
+        self.filled.notify_one();
     }
 }
 
 struct Write<T, F> {
     write: F,
     outcome: Option<rusqlite::Result<T>>,
-    slot: Arc<Slot<T>>,
+    slot: Arc<ResultSlot<T>>,
 }
 
 impl<T, F> Write<T, F>
@@ -173,14 +202,22 @@ where
         self.outcome = Some(outcome);
     }
 
-    fn settle(self: Box<Self>, commit: &rusqlite::Result<()>) {
-        let result = match (commit, self.outcome) {
+    fn settle(mut self: Box<Self>, commit: &rusqlite::Result<()>) {
+        let result = match (commit, self.outcome.take()) {
             (Ok(()), Some(outcome)) => outcome,
             // The commit failed (or the transaction never began): nothing of it is on disk.
             (Err(error), _) => Err(copy_error(error)),
             (Ok(()), None) => Err(aborted("the write was not run")),
         };
         self.slot.fill(result);
+    }
+}
+
+impl<T, F> Drop for Write<T, F> {
+    /// A write dropped before its group settled it (the thread committing it panicked) is
+    /// answered all the same: whoever waits for it must not wait for ever.
+    fn drop(&mut self) {
+        self.slot.fill(Err(aborted("the write was lost")));
     }
 }
 
