@@ -543,8 +543,14 @@ impl SqliteBackend {
             conn,
             group,
             |conn| self.allow_checkpoints(conn),
-            || self.durable(),
+            || {
+                // Before any write is answered: a read its caller makes next must not be
+                // served the note as it was from memory.
+                self.changes.wrote();
+                self.durable()
+            },
         );
+        // A commit that failed changed nothing, but what was kept is dropped all the same.
         self.changes.wrote();
         true
     }
