@@ -6,7 +6,8 @@
 //!
 //! The floor is this binary re-executed as `--floor`: a minimal hyper server (HTTP/1.1,
 //! `TCP_NODELAY`) answering the same JSON-RPC from a map, as JSON. Against it, the release
-//! `pkb-server --http` (without authorization, and with `--auth tokens`) is measured for
+//! `pkb-server --http` (without authorization, with `--auth tokens`, and with `--auth oauth`
+//! against an issuer in this process, [`pkb_bench::issuer`]) is measured for
 //! tools/call latency on one session, throughput over concurrent sessions, and the memory of
 //! idle sessions. Every answer is checked. Figures are ratios to the floor of the same run;
 //! nothing here is a wall-clock assertion.
@@ -398,6 +399,28 @@ async fn bench(config: &Config) -> Result<(), String> {
         ],
     )
     .await?;
+    let issuer = pkb_bench::issuer::Issuer::start().await?;
+    let jwks_url = format!("{}/jwks", issuer.url);
+    let oauth = Listening::start(
+        "pkb --auth oauth",
+        &program,
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--memory",
+            "--auth",
+            "oauth",
+            "--oauth-issuer",
+            &issuer.url,
+            "--oauth-jwks-url",
+            &jwks_url,
+            "--oauth-audience",
+            pkb_bench::issuer::AUDIENCE,
+            "--data-dir",
+            &data_dir,
+        ],
+    )
+    .await?;
 
     let mut rows: Vec<(String, String, String, String)> = Vec::new();
     let mut targets: Vec<(String, String, bool)> = Vec::new();
@@ -405,10 +428,12 @@ async fn bench(config: &Config) -> Result<(), String> {
     let floor_latency = latency(&floor, None, config.calls).await?;
     let pkb_latency = latency(&pkb, None, config.calls).await?;
     let tokens_latency = latency(&tokens, Some(&token), config.calls).await?;
+    let oauth_latency = latency(&oauth, Some(&issuer.token), config.calls).await?;
     for (who, (p50, p99, cpu)) in [
         (floor.name, floor_latency),
         (pkb.name, pkb_latency),
         (tokens.name, tokens_latency),
+        (oauth.name, oauth_latency),
     ] {
         rows.push((
             format!("fetch, one session ({})", who),
@@ -428,6 +453,12 @@ async fn bench(config: &Config) -> Result<(), String> {
         "tokens add <= 10% to a fetch (p50)".into(),
         format!("{:+.1}%", (auth_ratio - 1.0) * 100.0),
         auth_ratio <= 1.10,
+    ));
+    let jwt_ratio = oauth_latency.0 / pkb_latency.0;
+    targets.push((
+        "JWT checks add <= 10% to a fetch (p50)".into(),
+        format!("{:+.1}%", (jwt_ratio - 1.0) * 100.0),
+        jwt_ratio <= 1.10,
     ));
 
     let floor_rate = throughput(&floor, config.sessions, config.seconds).await?;
