@@ -320,12 +320,12 @@ pub async fn call(registry: &Registry, ctx: Context, tool: &str, arguments: &str
     print_out(&(out + "\n"))
 }
 
-/// `pkb-server check`.
+/// `pkb-server check`. Its verdict names no backend's parts: what is checked differs (SQLite's
+/// pages and vocabulary, PostgreSQL's search vectors), docs/storage.md and docs/postgresql.md
+/// say what.
 pub async fn check(store: &Store) -> ExitCode {
     match checked_count(store).await {
-        Ok(notes) => print_out(&format!(
-            "ok: {notes} notes; pages, search index and vocabulary are sound\n"
-        )),
+        Ok(notes) => print_out(&format!("ok: {notes} notes; the store checks sound\n")),
         Err(error) => store_error_out(&error.to_string(), &error),
     }
 }
