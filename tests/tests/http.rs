@@ -426,8 +426,11 @@ async fn plain_calls_are_answered_as_json_and_calls_that_may_reach_the_client_as
         let streamed = sampled.call(tool, arguments).await;
         assert_eq!(content_type(&direct), "application/json");
         let (direct, streamed) = (direct.message.unwrap(), streamed.message.unwrap());
-        assert_eq!(direct.get("error"), streamed.get("error"), "{tool}");
-        assert_eq!(direct.get("result"), streamed.get("result"), "{tool}");
+        // The whole message: `jsonrpc`, the request's `id` (the two clients number their
+        // requests alike), and the result or error.
+        assert_eq!(direct, streamed, "{tool}");
+        assert_eq!(direct["jsonrpc"], "2.0");
+        assert!(direct["id"].is_number(), "{direct}");
     }
 
     let with_progress = plain

@@ -14,7 +14,7 @@ use super::quiet_merge::{self, MergeProgress, Writes};
 use super::read_threads::ReadThreads;
 use super::{
     NoteBackend, NoteDates, NoteDraft, NoteEngine, NoteSummary, PutMode, PutOutcome, QueuedWrite,
-    SearchHit, StoreError,
+    QueuedWrites, SearchHit, StoreError,
 };
 use crate::note::Note;
 
@@ -71,6 +71,13 @@ impl BlockingEngine {
         written
     }
 
+    /// The backend's queued writes, if it takes one now.
+    fn queueing(&self) -> Option<&dyn QueuedWrites> {
+        self.backend
+            .queued_writes()
+            .filter(|queued| queued.can_queue())
+    }
+
     /// The answer of `queued`, a write the backend queued, once a thread has committed it.
     async fn queued<T>(&self, queued: QueuedWrite<'_, T>) -> Result<T, StoreError> {
         let answer = queued?;
@@ -83,26 +90,32 @@ impl BlockingEngine {
     /// Makes sure a thread commits the backend's queued writes: starts one unless one is at
     /// it, which then commits what was queued before it stops.
     fn commit_queued(&self) {
-        if self.committing.swap(true, Ordering::SeqCst) {
+        // Given back however the thread ends, or if it never runs (the runtime shutting
+        // down): the next write then starts another, which commits what was left queued.
+        let Some(held) = Committing::take(&self.committing) else {
             return;
-        }
+        };
         let backend = Arc::clone(&self.backend);
-        let committing = Arc::clone(&self.committing);
+        let flag = Arc::clone(&self.committing);
         let commit = move || {
+            let mut held = held;
             let Some(queued) = backend.queued_writes() else {
-                committing.store(false, Ordering::SeqCst);
                 return;
             };
             loop {
                 // A panic drops the writes it was committing, which answers them with an
                 // error; the next writes must still find a thread.
                 let _ = std::panic::catch_unwind(AssertUnwindSafe(|| queued.commit_queued()));
-                committing.store(false, Ordering::SeqCst);
+                drop(held);
                 // A write queued after the last group, whose caller saw this thread still at
                 // work, is committed here; if another caller has started a thread, it is that
                 // thread's.
-                if !queued.has_queued() || committing.swap(true, Ordering::SeqCst) {
+                if !queued.has_queued() {
                     return;
+                }
+                match Committing::take(&flag) {
+                    Some(again) => held = again,
+                    None => return,
                 }
             }
         };
@@ -129,6 +142,23 @@ impl BlockingEngine {
     }
 }
 
+/// The right to commit a backend's queued writes, held by one thread at a time and given
+/// back when dropped.
+struct Committing(Arc<AtomicBool>);
+
+impl Committing {
+    /// The right, unless another holds it.
+    fn take(flag: &Arc<AtomicBool>) -> Option<Self> {
+        (!flag.swap(true, Ordering::SeqCst)).then(|| Self(Arc::clone(flag)))
+    }
+}
+
+impl Drop for Committing {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
 #[async_trait]
 impl NoteEngine for BlockingEngine {
     async fn get(&self, id: &str) -> Result<Option<Note>, StoreError> {
@@ -140,7 +170,7 @@ impl NoteEngine for BlockingEngine {
     }
 
     async fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
-        if let Some(queued) = self.backend.queued_writes() {
+        if let Some(queued) = self.queueing() {
             return self.queued(queued.queue_put(draft, mode)).await;
         }
         self.write(move |b| b.put(draft, mode)).await
@@ -151,14 +181,14 @@ impl NoteEngine for BlockingEngine {
         notes: Vec<(NoteDraft, NoteDates)>,
         mode: PutMode,
     ) -> Result<Vec<PutOutcome>, StoreError> {
-        if let Some(queued) = self.backend.queued_writes() {
+        if let Some(queued) = self.queueing() {
             return self.queued(queued.queue_put_dated(notes, mode)).await;
         }
         self.write(move |b| b.put_dated(notes, mode)).await
     }
 
     async fn delete(&self, id: &str) -> Result<bool, StoreError> {
-        if let Some(queued) = self.backend.queued_writes() {
+        if let Some(queued) = self.queueing() {
             return self.queued(queued.queue_delete(id)).await;
         }
         let id = id.to_owned();

@@ -30,6 +30,11 @@ pub trait QueuedWrites: Send + Sync {
     ) -> QueuedWrite<'_, Vec<PutOutcome>>;
     /// Queues [`NoteBackend::delete`](super::NoteBackend::delete).
     fn queue_delete(&self, id: &str) -> QueuedWrite<'_, bool>;
+    /// Whether a write may be queued now; otherwise it runs as the backend's blocking write
+    /// does, on a thread of its own (for a check that must do I/O first, say).
+    fn can_queue(&self) -> bool {
+        true
+    }
     /// Commits every write queued, in groups, on the calling thread (it blocks).
     fn commit_queued(&self);
     /// Whether a write is queued.

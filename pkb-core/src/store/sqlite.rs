@@ -434,6 +434,11 @@ impl SqliteBackend {
                 tracing::warn!(%error, "cannot empty the writer's page cache");
             }
         }
+        self.refuse_if_damage_known()
+    }
+
+    /// [`Self::refuse_if_damaged`] without the look at the whole file: no I/O, no lock.
+    fn refuse_if_damage_known(&self) -> Result<(), StoreError> {
         match (self.damage(), &self.path) {
             (Some(reason), Some(path)) => Err(StoreError::Corrupt {
                 path: path.clone(),
@@ -485,7 +490,9 @@ impl SqliteBackend {
         T: Send + 'static,
         F: Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<T> + Send + 'static,
     {
-        let slot = self.queue_write(action, f)?;
+        self.refuse_if_damaged()?;
+        self.durable().map_err(self.fail(action))?;
+        let slot = self.queue_write(f);
         loop {
             if let Some(result) = slot.take() {
                 return result.map_err(self.fail(action));
@@ -503,30 +510,28 @@ impl SqliteBackend {
     }
 
     /// Queues `f` for the next group; its result arrives in the slot.
-    fn queue_write<T, F>(
-        &self,
-        action: &'static str,
-        f: F,
-    ) -> Result<Arc<ResultSlot<T>>, StoreError>
+    fn queue_write<T, F>(&self, f: F) -> Arc<ResultSlot<T>>
     where
         T: Send + 'static,
         F: Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<T> + Send + 'static,
     {
         self.requests.fetch_add(1, Ordering::Relaxed);
-        self.refuse_if_damaged()?;
-        self.durable().map_err(self.fail(action))?;
         self.wrote.store(true, Ordering::Relaxed);
-        Ok(self.queue.push(f))
+        self.queue.push(f)
     }
 
     /// The queued write `f`, answered once a thread running [`QueuedWrites::commit_queued`]
-    /// has committed it.
+    /// has committed it. Called on the async runtime's threads, so it looks only at what is
+    /// known: damage on record refuses it at once (while damage is on record writes are not
+    /// queued, see [`QueuedWrites::can_queue`], so that the look at the whole file runs on a
+    /// blocking thread), and the log file is checked by the thread committing the group.
     fn queued<T, F>(&self, action: &'static str, f: F) -> QueuedWrite<'_, T>
     where
         T: Send + 'static,
         F: Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<T> + Send + 'static,
     {
-        let slot = self.queue_write(action, f)?;
+        self.refuse_if_damage_known()?;
+        let slot = self.queue_write(f);
         Ok(Box::pin(async move {
             slot.wait().await.map_err(self.fail(action))
         }))
@@ -539,10 +544,13 @@ impl SqliteBackend {
         if group.is_empty() {
             return false;
         }
-        let _ = group_commit::commit_group(
+        let committed = group_commit::commit_group(
             conn,
             group,
-            |conn| self.allow_checkpoints(conn),
+            |conn| {
+                self.durable()?;
+                self.allow_checkpoints(conn)
+            },
             || {
                 // Before any write is answered: a read its caller makes next must not be
                 // served the note as it was from memory.
@@ -552,6 +560,10 @@ impl SqliteBackend {
         );
         // A commit that failed changed nothing, but what was kept is dropped all the same.
         self.changes.wrote();
+        if let Err(error) = committed {
+            // Damage is put on record here, whether or not anyone still waits for an answer.
+            let _ = self.fail("commit notes")(error);
+        }
         true
     }
 
@@ -1215,6 +1227,12 @@ impl QueuedWrites for SqliteBackend {
 
     fn queue_delete(&self, id: &str) -> QueuedWrite<'_, bool> {
         self.queued(DELETE_A_NOTE, delete_write(id.to_owned()))
+    }
+
+    fn can_queue(&self) -> bool {
+        // While damage is on record each write looks at the file again when due, which reads
+        // all of it: that must happen on a blocking thread, as unqueued writes run.
+        self.damage().is_none()
     }
 
     fn commit_queued(&self) {

@@ -456,8 +456,36 @@ impl Gate {
             let _ = self.sessions.close_session(&id.as_str().into()).await;
             lock(&self.owners).remove(&id);
         }
+        for id in self.sessions_without_owner().await {
+            tracing::debug!(session = %id, "ending a session whose initialize never came back");
+            let _ = self.sessions.close_session(&id.as_str().into()).await;
+        }
         let open = self.sessions.sessions.read().await;
         lock(&self.owners).retain(|id, _| open.contains_key(id.as_str()));
+    }
+
+    /// The sessions rmcp opened that no owner holds and none will: their `initialize` was
+    /// dropped on its way back through the gate (its client went away), so no request will
+    /// ever reach them, and only this sweep can end them. rmcp's map is read first, then the
+    /// owners: a session whose `initialize` is still on its way holds a place under
+    /// `max_sessions` ([`SessionPlace`]) until it is among the owners, so while any place is
+    /// held, nothing is taken for an orphan.
+    async fn sessions_without_owner(&self) -> Vec<String> {
+        let open: Vec<String> = self
+            .sessions
+            .sessions
+            .read()
+            .await
+            .keys()
+            .map(|id| id.to_string())
+            .collect();
+        let owners = lock(&self.owners);
+        if self.opening.load(Ordering::SeqCst) > 0 {
+            return Vec::new();
+        }
+        open.into_iter()
+            .filter(|id| !owners.contains_key(id))
+            .collect()
     }
 }
 
@@ -508,5 +536,43 @@ impl http_body::Body for TrackedBody {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate() -> Gate {
+        Gate {
+            registry: Arc::new(Registry::collect().unwrap()),
+            auth: Arc::new(Authenticator::None),
+            resource_metadata: None,
+            sessions: Arc::new(LocalSessionManager::default()),
+            max_sessions: 10,
+            opening: AtomicUsize::new(0),
+            owners: Mutex::default(),
+            idle_timeout: Duration::from_secs(60),
+            in_flight: Arc::default(),
+            draining: AtomicBool::new(false),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_session_whose_initialize_never_came_back_is_ended_once_no_place_is_held() {
+        let gate = gate();
+        // What rmcp leaves when the gate's `initialize` is dropped after rmcp opened the
+        // session and before the gate made it an owner's.
+        let (orphan, transport) = gate.sessions.create_session().await.unwrap();
+        let on_its_way = gate.reserve_session().unwrap();
+        gate.end_idle_sessions().await;
+        assert!(
+            gate.sessions.has_session(&orphan).await.unwrap(),
+            "kept while an initialize on its way may still own it"
+        );
+        drop(on_its_way);
+        gate.end_idle_sessions().await;
+        assert!(!gate.sessions.has_session(&orphan).await.unwrap());
+        drop(transport);
     }
 }
