@@ -368,11 +368,15 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
     } else {
         drop(reservation);
     }
+    let mut response = response;
     if method == Method::DELETE
         && response.status().is_success()
         && let Some(session) = &session
     {
         lock(&gate.owners).remove(session);
+        // rmcp answers 202 Accepted, but the session has ended by now; the official Python
+        // SDK takes only 200 or 204 for an ended session and warns of anything else.
+        *response.status_mut() = StatusCode::NO_CONTENT;
     }
     match guard {
         Some(guard) => tracked(response, guard),
