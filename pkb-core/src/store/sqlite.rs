@@ -490,8 +490,8 @@ impl SqliteBackend {
         T: Send + 'static,
         F: Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<T> + Send + 'static,
     {
+        // The log file is checked before the group, by whichever thread commits it.
         self.refuse_if_damaged()?;
-        self.durable().map_err(self.fail(action))?;
         let slot = self.queue_write(f);
         loop {
             if let Some(result) = slot.take() {
@@ -558,9 +558,9 @@ impl SqliteBackend {
                 self.durable()
             },
         );
-        // A commit that failed changed nothing, but what was kept is dropped all the same.
-        self.changes.wrote();
         if let Err(error) = committed {
+            // A commit that failed changed nothing, but what was kept is dropped all the same.
+            self.changes.wrote();
             // Damage is put on record here, whether or not anyone still waits for an answer.
             let _ = self.fail("commit notes")(error);
         }

@@ -25,12 +25,13 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::request::Parts;
 use rmcp::model::{CallToolRequestParams, RequestId};
 use rmcp::service::RequestContext;
+use rmcp::transport::common::http_header::{
+    EVENT_STREAM_MIME_TYPE, HEADER_MCP_PROTOCOL_VERSION, JSON_MIME_TYPE,
+};
 use rmcp::{Peer, RoleServer};
 
 use crate::McpServer;
 use crate::transport::{InlineToolCalls, plain_call_tool};
-
-const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 
 tokio::task_local! {
     /// Where the `initialize` the gate is passing to rmcp learns the server of its session.
@@ -79,7 +80,7 @@ impl DirectCall {
         }
         let headers = &parts.headers;
         let version_matches = headers
-            .get(PROTOCOL_VERSION_HEADER)
+            .get(HEADER_MCP_PROTOCOL_VERSION)
             .is_none_or(|v| v.as_bytes() == client.protocol_version.as_str().as_bytes());
         if !version_matches || !accepts_json_and_events(headers) || !is_json(headers) {
             return None;
@@ -102,7 +103,7 @@ impl DirectCall {
         context.extensions.insert(parts);
         let answer = calls.answer_message(context, self.call).await;
         match serde_json::to_vec(&answer) {
-            Ok(body) => ([(CONTENT_TYPE, "application/json")], body).into_response(),
+            Ok(body) => ([(CONTENT_TYPE, JSON_MIME_TYPE)], body).into_response(),
             Err(error) => {
                 tracing::error!(%error, "a tool call's answer could not be encoded");
                 (
@@ -126,8 +127,8 @@ fn accepts_json_and_events(headers: &http::HeaderMap) -> bool {
         };
         for media in value.split(',') {
             let essence = media.split(';').next().unwrap_or("").trim();
-            json |= essence.eq_ignore_ascii_case("application/json");
-            events |= essence.eq_ignore_ascii_case("text/event-stream");
+            json |= essence.eq_ignore_ascii_case(JSON_MIME_TYPE);
+            events |= essence.eq_ignore_ascii_case(EVENT_STREAM_MIME_TYPE);
         }
     }
     json && events
@@ -142,7 +143,7 @@ fn is_json(headers: &http::HeaderMap) -> bool {
                 .next()
                 .unwrap_or("")
                 .trim()
-                .eq_ignore_ascii_case("application/json")
+                .eq_ignore_ascii_case(JSON_MIME_TYPE)
         })
 }
 

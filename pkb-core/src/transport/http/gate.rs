@@ -342,7 +342,7 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         request.extensions_mut().insert(principal);
     }
     let guard = (method == Method::POST).then(|| gate.in_flight.enter());
-    let (response, calls) = if reservation.is_some() {
+    let (mut response, calls) = if reservation.is_some() {
         direct_calls::opening(next.run(request)).await
     } else {
         (next.run(request).await, None)
@@ -368,7 +368,6 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
     } else {
         drop(reservation);
     }
-    let mut response = response;
     if method == Method::DELETE
         && response.status().is_success()
         && let Some(session) = &session
