@@ -389,6 +389,35 @@ pub fn fsync(dir: &Path, report: &mut Report, key: &mut Key) -> Result<(), Error
     Ok(())
 }
 
+/// One row per query class of `mix`: p50 / p99 of the first server's samples beside the
+/// second's, each in the mix's order.
+pub fn class_rows(
+    report: &mut Report,
+    section: &str,
+    mix: &[(&str, String)],
+    first: &[f64],
+    second: &[f64],
+) {
+    let mut classes: Vec<&str> = mix.iter().map(|(c, _)| *c).collect();
+    classes.dedup();
+    for class in classes {
+        let pick = |samples: &[f64]| -> Vec<f64> {
+            mix.iter()
+                .zip(samples)
+                .filter(|((c, _), _)| *c == class)
+                .map(|(_, s)| *s)
+                .collect()
+        };
+        report.row(
+            section,
+            &format!("  search: {class}"),
+            Unit::Micros,
+            p50_p99(pick(first)),
+            Some(p50_p99(pick(second))),
+        );
+    }
+}
+
 /// Stores of each size in `config.sizes`, grown in turn: loading, cold start, search, fetch.
 pub fn scale(
     config: &Config,
@@ -542,24 +571,7 @@ pub fn scale(
             s_all.clone(),
             Some(p50_p99(f.samples.clone())),
         );
-        let mut classes: Vec<&str> = mix.iter().map(|(c, _)| *c).collect();
-        classes.dedup();
-        for class in classes {
-            let pick = |samples: &[f64]| -> Vec<f64> {
-                mix.iter()
-                    .zip(samples)
-                    .filter(|((c, _), _)| *c == class)
-                    .map(|(_, s)| *s)
-                    .collect()
-            };
-            report.row(
-                &section,
-                &format!("  search: {class}"),
-                Unit::Micros,
-                p50_p99(pick(&s.samples)),
-                Some(p50_p99(pick(&f.samples))),
-            );
-        }
+        class_rows(report, &section, &mix, &s.samples, &f.samples);
         let rss = rss_row(report, &section, "after search", &srv, &flr);
         key.peak(size, rss);
         let [s_random, f_random] =
@@ -615,7 +627,7 @@ pub fn scale(
                 database,
                 &catalog,
                 seeds,
-                &queries,
+                &mix,
                 &warm,
                 &index,
                 report,

@@ -11,7 +11,7 @@ use crate::Config;
 use crate::client::{Catalog, Error, Launch, Peer};
 use crate::corpus::{self, Index, Note, Rng};
 use crate::measure::{self, Call, p50_p99};
-use crate::phases::{Key, server_launch};
+use crate::phases::{Key, class_rows, server_launch};
 use crate::report::{Report, Unit};
 
 /// The fresh comparison's section in the table.
@@ -145,7 +145,7 @@ pub fn at_size(
     database: &mut Database,
     catalog: &Catalog,
     seeds: usize,
-    queries: &[String],
+    mix: &[(&str, String)],
     warm: &[String],
     index: &Index,
     report: &mut Report,
@@ -172,16 +172,18 @@ pub fn at_size(
     let (mut lite, _) = Peer::start(sqlite)?;
     let warm_calls = measure::search_calls(warm, index);
     measure::sequential_pair([&mut pg, &mut lite], &warm_calls, warm_calls.len(), catalog)?;
-    let search = measure::search_calls(queries, index);
+    let queries: Vec<String> = mix.iter().map(|(_, q)| q.clone()).collect();
+    let search = measure::search_calls(&queries, index);
     let [p, s] = measure::sequential_pair([&mut pg, &mut lite], &search, 0, catalog)?;
-    let p_all = p50_p99(p.samples);
+    let p_all = p50_p99(p.samples.clone());
     report.row(
         &section,
         &format!("search p50 / p99, {} queries, limit 10", queries.len()),
         Unit::Micros,
         p_all.clone(),
-        Some(p50_p99(s.samples)),
+        Some(p50_p99(s.samples.clone())),
     );
+    class_rows(report, &section, mix, &p.samples, &s.samples);
     let mut fetch_rng = Rng(corpus::SEED ^ 0xf);
     let random_fetch: Vec<Call> = (0..2_200)
         .map(|_| Call::fetch(&catalog.notes[seeds + fetch_rng.below(size)]))

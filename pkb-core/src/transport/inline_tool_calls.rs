@@ -146,6 +146,7 @@ impl InlineToolCalls {
     /// call over HTTP): polled here first, then, if it waits, from a task of its own, which
     /// runs to its end even when the caller stops waiting (its client went away), as a
     /// handler under rmcp's loop would.
+    #[cfg(feature = "http")]
     pub(super) async fn answer_message(
         &self,
         context: RequestContext<RoleServer>,
