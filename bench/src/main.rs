@@ -291,6 +291,17 @@ fn targets_unchecked(key: &Key) -> Vec<Target> {
         measured: format!("{} vs {} = {:.2}x", us(s), us(f), ratio(s, f)),
         holds: Some(ratio(s, f) <= 2.0),
     });
+    let ([search, _], [fetch, _]) = (key.search_p50, key.fetch_p50);
+    out.push(Target {
+        name: "search p50 on the 3-note store <= 2x its fetch p50".into(),
+        measured: format!(
+            "{} vs {} = {:.2}x",
+            us(search),
+            us(fetch),
+            ratio(search, fetch)
+        ),
+        holds: Some(ratio(search, fetch) <= 2.0),
+    });
     let [s, f] = key.pipelined_writes;
     out.push(Target {
         name: "pipelined writes >= 8,000/s, each durable (10x the 800/s of one fsync each)".into(),

@@ -37,6 +37,8 @@ pub struct Key {
     pub echo_p50: [f64; 2],
     /// Fetch round trip p50 on the fresh store: server, floor (µs).
     pub fetch_p50: [f64; 2],
+    /// Search round trip p50 on the fresh store: server, floor (µs).
+    pub search_p50: [f64; 2],
     /// Pipelined fetch: server, floor (calls/s).
     pub pipelined: [f64; 2],
     /// Pipelined writes, each durable before its answer: server, floor (calls/s).
@@ -68,6 +70,7 @@ impl Default for Key {
         Key {
             echo_p50: [f64::NAN; 2],
             fetch_p50: [f64::NAN; 2],
+            search_p50: [f64::NAN; 2],
             pipelined: [f64::NAN; 2],
             stateless_fetch_p50: [f64::NAN; 2],
             pipelined_writes: [f64::NAN; 2],
@@ -245,6 +248,7 @@ pub fn fresh(
         match tool {
             "echo" => key.echo_p50 = [s[0], f[0]],
             "fetch" => key.fetch_p50 = [s[0], f[0]],
+            "search" => key.search_p50 = [s[0], f[0]],
             "write" => key.write_p50 = s[0],
             _ => {}
         }

@@ -224,6 +224,9 @@ impl NoteEngine for BlockingEngine {
         tags: &[String],
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
+        if let Some(found) = self.backend.search_at_once(query, tags, limit) {
+            return found;
+        }
         let query = query.to_owned();
         let tags = tags.to_vec();
         self.read(move |b| b.search(&query, &tags, limit)).await

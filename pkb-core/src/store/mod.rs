@@ -268,6 +268,18 @@ pub trait NoteBackend: Send + Sync {
         tags: &[String],
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError>;
+    /// [`NoteBackend::search`] at once, on the caller's thread, when it is sure to be quick
+    /// (a small store) and a connection is free; `None` sends the caller to
+    /// [`NoteBackend::search`]. Called on the async runtime's threads, so it must not wait
+    /// for a lock or a connection.
+    fn search_at_once(
+        &self,
+        _query: &str,
+        _tags: &[String],
+        _limit: usize,
+    ) -> Option<Result<Vec<SearchHit>, StoreError>> {
+        None
+    }
     /// Sorted ids starting with `prefix` (taken literally).
     fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError>;
     /// Sorted distinct tags starting with `prefix` (normalised, then taken literally).

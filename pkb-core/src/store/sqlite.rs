@@ -5,7 +5,7 @@
 //! in-memory store has a single connection for everything.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -95,6 +95,10 @@ const STATEMENT_CACHE: usize = 32;
 const WAL_SIZE_LIMIT: i64 = 32 * 1024 * 1024;
 /// SQLite's default: the writer copies the WAL into the main file once it holds this many pages.
 const WAL_AUTOCHECKPOINT_PAGES: i64 = 1000;
+/// A store of at most this many notes answers a search on the caller's thread
+/// ([`NoteBackend::search_at_once`]): any search of so few notes takes some microseconds,
+/// less than the hop to a read thread and back.
+const SEARCH_AT_ONCE_NOTES: i64 = 64;
 
 /// The `?2` best of the `?3` newest matches of `?1`, scored by `score`; ties go to the newer
 /// note. With `tagged`, only notes carrying all `?5` tags of the JSON array `?4` count.
@@ -178,6 +182,9 @@ pub(super) struct SqliteBackend {
     requests: Arc<AtomicU64>,
     /// Notes read since the last commit, served without a query.
     cache: NoteCache,
+    /// How many notes the last search found in the store: whether the next may try
+    /// [`NoteBackend::search_at_once`].
+    notes_searched: AtomicI64,
     /// Whether the write-ahead log commits go into is still the file at its path.
     wal: wal_watch::WalWatch,
 }
@@ -295,6 +302,7 @@ impl SqliteBackend {
             requests,
             changes: ChangeWatch::file(path, BUSY_TIMEOUT),
             cache: NoteCache::new(),
+            notes_searched: AtomicI64::new(0),
             wal,
         };
         backend
@@ -335,6 +343,7 @@ impl SqliteBackend {
             requests: Arc::default(),
             changes: ChangeWatch::OwnWrites(AtomicU64::new(0)),
             cache: NoteCache::new(),
+            notes_searched: AtomicI64::new(0),
             wal: wal_watch::WalWatch::none(),
         })
     }
@@ -471,6 +480,44 @@ impl SqliteBackend {
             None => f(&lock(&self.writer)),
         }
         .map_err(self.fail(action))
+    }
+
+    /// How many notes the store holds, as its search statistics count them, remembered for
+    /// [`NoteBackend::search_at_once`].
+    fn note_store_size(&self, conn: &Connection) -> rusqlite::Result<i64> {
+        let notes: i64 = conn
+            .prepare_cached("SELECT notes FROM search_stats WHERE id = 1")?
+            .query_row([], |r| r.get(0))?;
+        self.notes_searched.store(notes, Ordering::Relaxed);
+        Ok(notes)
+    }
+
+    /// [`Self::read`] if a connection is free at once and no damage is known; `None` without
+    /// waiting for a connection or a look at the file otherwise, and where SQLite would wait
+    /// for another connection's lock.
+    fn read_at_once<T>(
+        &self,
+        action: &'static str,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Option<Result<T, StoreError>> {
+        if self.damage().is_some() {
+            return None;
+        }
+        let out = lock_wait::without_waiting(|| match &self.readers {
+            Some(pool) => pool.try_with(f),
+            None => match self.writer.try_lock() {
+                Ok(conn) => Some(f(&conn)),
+                Err(std::sync::TryLockError::Poisoned(conn)) => Some(f(&conn.into_inner())),
+                Err(std::sync::TryLockError::WouldBlock) => None,
+            },
+        })?;
+        if let Err(error) = &out
+            && error.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+        {
+            return None;
+        }
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        Some(out.map_err(self.fail(action)))
     }
 
     /// Runs `f` on a reader connection and unwraps its answer.
@@ -814,6 +861,25 @@ impl ReaderPool {
 
     fn with<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> rusqlite::Result<T> {
         let conn = self.checkout()?;
+        self.run(conn, f)
+    }
+
+    /// [`Self::with`] on an idle connection, or `None` if none is idle: it neither waits nor
+    /// opens one.
+    fn try_with<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Option<rusqlite::Result<T>> {
+        let conn = lock(&self.state).idle.pop()?;
+        Some(self.run(conn, f))
+    }
+
+    /// Runs `f` on `conn`, checked out of this pool, and gives it back.
+    fn run<T>(
+        &self,
+        conn: Connection,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
         let mut slot = Slot {
             pool: self,
             lost: true,
@@ -894,6 +960,30 @@ fn note_from_row(row: &Row<'_>) -> rusqlite::Result<Note> {
 
 fn sql_limit(limit: usize) -> i64 {
     i64::try_from(limit.min(MAX_LIMIT)).unwrap_or(0)
+}
+
+/// [`NoteBackend::search`] on `conn`, in a snapshot the caller holds, for a query with words
+/// (`expr` is its [`query::match_expression`]) and a `limit` above 0.
+fn search_on(
+    conn: &Connection,
+    query: &str,
+    expr: &str,
+    tags: &[String],
+    limit: usize,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    let wanted = tags_to_json(tags.iter().map(String::as_str));
+    let limit = limit.min(MAX_LIMIT);
+    Ok(
+        match search_planner::search(conn, query, tags, &wanted, limit)? {
+            search_planner::Plan::Ranked(hits) => hits,
+            search_planner::Plan::Fts5Terms(terms) => {
+                fts5_search(conn, &terms.expr, Some(&terms), tags, &wanted, limit)?
+            }
+            search_planner::Plan::Fts5Prefixes => {
+                fts5_search(conn, expr, None, tags, &wanted, limit)?
+            }
+        },
+    )
 }
 
 /// Search ranked over the MATCH expression `expr`: the query's own prefix phrases scored by
@@ -1154,6 +1244,7 @@ fn sorted_with_prefix(
     Ok(out)
 }
 
+const SEARCH_NOTES: &str = "search notes";
 const SAVE_A_NOTE: &str = "save a note";
 const SAVE_NOTES: &str = "save notes";
 const DELETE_A_NOTE: &str = "delete a note";
@@ -1329,31 +1420,42 @@ impl NoteBackend for SqliteBackend {
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
         // Its words are folded as the index holds the notes (`query::folded_words`).
-        let Some(expr) = query::match_expression(query) else {
+        let Some(expr) = query::match_expression(query).filter(|_| limit > 0) else {
             return Ok(Vec::new());
         };
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let wanted = tags_to_json(tags.iter().map(String::as_str));
-        let limit = limit.min(MAX_LIMIT);
-        self.read("search notes", |conn| {
+        self.read(SEARCH_NOTES, |conn| {
             // One snapshot for the planner's several statements, and one set of file locks
             // instead of one per statement.
             in_snapshot(conn, || {
-                Ok(
-                    match search_planner::search(conn, query, tags, &wanted, limit)? {
-                        search_planner::Plan::Ranked(hits) => hits,
-                        search_planner::Plan::Fts5Terms(terms) => {
-                            fts5_search(conn, &terms.expr, Some(&terms), tags, &wanted, limit)?
-                        }
-                        search_planner::Plan::Fts5Prefixes => {
-                            fts5_search(conn, &expr, None, tags, &wanted, limit)?
-                        }
-                    },
-                )
+                self.note_store_size(conn)?;
+                search_on(conn, query, &expr, tags, limit)
             })
         })
+    }
+
+    fn search_at_once(
+        &self,
+        query: &str,
+        tags: &[String],
+        limit: usize,
+    ) -> Option<Result<Vec<SearchHit>, StoreError>> {
+        if self.notes_searched.load(Ordering::Relaxed) > SEARCH_AT_ONCE_NOTES {
+            return None;
+        }
+        let Some(expr) = query::match_expression(query).filter(|_| limit > 0) else {
+            return Some(Ok(Vec::new()));
+        };
+        // The size is read again in the search's own snapshot: another process may have
+        // written many notes since.
+        let found = self.read_at_once(SEARCH_NOTES, |conn| {
+            in_snapshot(conn, || {
+                if self.note_store_size(conn)? > SEARCH_AT_ONCE_NOTES {
+                    return Ok(None);
+                }
+                search_on(conn, query, &expr, tags, limit).map(Some)
+            })
+        })?;
+        found.transpose()
     }
 
     fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
@@ -1526,5 +1628,72 @@ mod tests {
             "{read_only}"
         );
         assert!(backend.damage().is_none(), "no damage is on record");
+    }
+
+    #[test]
+    fn a_store_in_memory_is_searched_at_once_unless_its_connection_is_in_use() {
+        let backend = SqliteBackend::open_in_memory(true).unwrap();
+        let held = lock(&backend.writer);
+        assert!(backend.search_at_once("deploy", &[], 10).is_none());
+        drop(held);
+        let hits = backend.search_at_once("deploy", &[], 10).unwrap().unwrap();
+        assert_eq!(hits, backend.search("deploy", &[], 10).unwrap());
+    }
+
+    #[test]
+    fn a_small_store_is_searched_at_once_and_a_grown_one_on_a_read_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.db");
+        let options = StoreOptions {
+            max_readers: 1,
+            ..StoreOptions::default()
+        };
+        let backend = SqliteBackend::open(&path, &options).unwrap();
+        // Another process's view of the same file.
+        let other = SqliteBackend::open(&path, &options).unwrap();
+        assert!(
+            backend.search_at_once("deploy", &[], 10).is_none(),
+            "no connection is open yet, and opening one is left to a read thread"
+        );
+        let on_a_thread = backend.search("deploy", &[], 10).unwrap();
+        let at_once = backend
+            .search_at_once("deploy", &[], 10)
+            .expect("a 3-note store is searched at once")
+            .unwrap();
+        assert_eq!(at_once.len(), 1);
+        assert_eq!(at_once, on_a_thread);
+        let reader = backend.readers.as_ref().unwrap();
+        reader
+            .with(|_| {
+                assert!(
+                    backend.search_at_once("deploy", &[], 10).is_none(),
+                    "it does not wait for the one connection, in use"
+                );
+                Ok(())
+            })
+            .unwrap();
+        other.search("deploy", &[], 10).unwrap();
+        assert!(other.search_at_once("deploy", &[], 10).is_some());
+
+        let grown = (0..SEARCH_AT_ONCE_NOTES)
+            .map(|n| NoteDraft {
+                id: format!("deploy-{n}"),
+                title: format!("Deploy {n}"),
+                tags: Vec::new(),
+                body: "Another deploy.".to_owned(),
+            })
+            .collect();
+        backend.put_many(grown, PutMode::CreateOnly).unwrap();
+        assert!(
+            other.search_at_once("deploy", &[], 10).is_none(),
+            "the size is read again in the search's snapshot"
+        );
+        assert_eq!(
+            other.notes_searched.load(Ordering::Relaxed),
+            SEARCH_AT_ONCE_NOTES + 3
+        );
+        let on_a_thread = other.search("deploy", &[], 100).unwrap();
+        assert_eq!(on_a_thread.len(), 65);
+        assert!(backend.search_at_once("deploy", &[], 10).is_none());
     }
 }

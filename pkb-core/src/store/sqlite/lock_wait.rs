@@ -22,6 +22,25 @@ pub(super) fn wait_for_locks(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_handler(Some(look_again))
 }
 
+thread_local! {
+    /// Whether calls on this thread give up at once where they would wait for a lock.
+    static NO_WAITING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with every lock wait on this thread given up at once: SQLite answers "busy"
+/// where it would wait. For calls made on the async runtime's threads.
+pub(super) fn without_waiting<T>(f: impl FnOnce() -> T) -> T {
+    /// Puts the thread's setting back however `f` ends.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            NO_WAITING.set(self.0);
+        }
+    }
+    let _restore = Restore(NO_WAITING.replace(true));
+    f()
+}
+
 /// SQLite's busy handler: `attempts` counts the looks of this wait so far, and SQLite calls
 /// it on the thread that waits. SQLite does not always reset the count before a wait (a
 /// statement's preparation starts from the last one's), so a wait is new unless `attempts`
@@ -29,6 +48,9 @@ pub(super) fn wait_for_locks(conn: &Connection) -> rusqlite::Result<()> {
 fn look_again(attempts: i32) -> bool {
     thread_local! {
         static WAIT: Cell<Option<(i32, Instant)>> = const { Cell::new(None) };
+    }
+    if NO_WAITING.get() {
+        return false;
     }
     let since = WAIT.with(|wait| {
         let since = match wait.get() {
@@ -72,5 +94,25 @@ mod tests {
             "it was waited for"
         );
         release.join().unwrap();
+    }
+
+    #[test]
+    fn without_waiting_a_held_lock_is_busy_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locked.db");
+        let holder = Connection::open(&path).unwrap();
+        holder
+            .execute_batch("CREATE TABLE t (x); BEGIN IMMEDIATE;")
+            .unwrap();
+        let waiter = Connection::open(&path).unwrap();
+        wait_for_locks(&waiter).unwrap();
+        let started = Instant::now();
+        let busy = without_waiting(|| waiter.execute_batch("BEGIN IMMEDIATE;")).unwrap_err();
+        assert_eq!(
+            busy.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy)
+        );
+        assert!(started.elapsed() < BUSY_TIMEOUT, "it did not wait");
+        assert!(!NO_WAITING.get(), "the thread waits again afterwards");
     }
 }
