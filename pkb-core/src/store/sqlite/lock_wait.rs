@@ -71,9 +71,8 @@ fn look_again(attempts: i32) -> bool {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_held_lock_is_waited_for_and_taken_when_it_is_let_go() {
-        let dir = tempfile::tempdir().unwrap();
+    /// A connection holding the write lock of a new file in `dir`, and one that waits for locks.
+    fn held_lock(dir: &tempfile::TempDir) -> (Connection, Connection) {
         let path = dir.path().join("locked.db");
         let holder = Connection::open(&path).unwrap();
         holder
@@ -81,6 +80,13 @@ mod tests {
             .unwrap();
         let waiter = Connection::open(&path).unwrap();
         wait_for_locks(&waiter).unwrap();
+        (holder, waiter)
+    }
+
+    #[test]
+    fn a_held_lock_is_waited_for_and_taken_when_it_is_let_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let (holder, waiter) = held_lock(&dir);
         let release = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(100));
             holder.execute_batch("COMMIT;").unwrap();
@@ -99,13 +105,7 @@ mod tests {
     #[test]
     fn without_waiting_a_held_lock_is_busy_at_once() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("locked.db");
-        let holder = Connection::open(&path).unwrap();
-        holder
-            .execute_batch("CREATE TABLE t (x); BEGIN IMMEDIATE;")
-            .unwrap();
-        let waiter = Connection::open(&path).unwrap();
-        wait_for_locks(&waiter).unwrap();
+        let (_holder, waiter) = held_lock(&dir);
         let started = Instant::now();
         let busy = without_waiting(|| waiter.execute_batch("BEGIN IMMEDIATE;")).unwrap_err();
         assert_eq!(
