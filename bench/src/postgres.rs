@@ -10,7 +10,7 @@ use pkb_core::store::{PutMode, Store};
 use crate::Config;
 use crate::client::{Catalog, Error, Launch, Peer};
 use crate::corpus::{self, Index, Note, Rng};
-use crate::measure::{self, Call, p50_p99};
+use crate::measure::{self, Call, micros, p50_p99};
 use crate::phases::{Key, class_rows, server_launch};
 use crate::report::{Report, Unit};
 
@@ -53,23 +53,36 @@ impl Database {
     /// Stores `notes` as the server's user, in batches of 1,000; notes per second.
     fn load(&mut self, notes: &[Note]) -> Result<f64, Error> {
         let started = Instant::now();
-        let url = self.url.clone();
-        self.runtime.block_on(async {
-            let database = PgDatabase::connect(&url, true)
-                .await
-                .map_err(|e| e.to_string())?;
-            let store: Store = database.store_for(pkb_core::auth::User::local().storage_key());
+        self.on_store(async |store| {
             for batch in notes.chunks(1_000) {
                 let drafts = batch.iter().map(Note::draft).collect();
-                store
-                    .put_many(drafts, PutMode::CreateOnly)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                store.put_many(drafts, PutMode::CreateOnly).await?;
             }
-            Ok::<_, Error>(())
+            Ok(())
         })?;
         self.loaded += notes.len();
         Ok(notes.len() as f64 / started.elapsed().as_secs_f64())
+    }
+
+    /// [`Store::merge_index`] after a load, as SQLite's store has it; its time.
+    fn merge_index(&self) -> Result<std::time::Duration, Error> {
+        let started = Instant::now();
+        self.on_store(async |store| store.merge_index().await)?;
+        Ok(started.elapsed())
+    }
+
+    /// Runs `work` on the server's user's store.
+    fn on_store<T>(
+        &self,
+        work: impl AsyncFnOnce(&Store) -> Result<T, pkb_core::store::StoreError>,
+    ) -> Result<T, Error> {
+        self.runtime.block_on(async {
+            let database = PgDatabase::connect(&self.url, true)
+                .await
+                .map_err(|e| e.to_string())?;
+            let store = database.store_for(pkb_core::auth::User::local().storage_key());
+            work(&store).await.map_err(|e| e.to_string())
+        })
     }
 }
 
@@ -164,6 +177,14 @@ pub fn at_size(
             ),
             Unit::PerSec,
             vec![rate],
+            None,
+        );
+        let merged = database.merge_index()?;
+        report.row(
+            &section,
+            "then VACUUM (ANALYZE) (Store::merge_index)",
+            Unit::Micros,
+            vec![micros(merged)],
             None,
         );
     }

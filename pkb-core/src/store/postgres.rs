@@ -647,6 +647,18 @@ impl NoteEngine for PgNotes {
             .await
             .map_err(&failed)
     }
+
+    /// Every user's notes: the search indexes' pending entries merged in, the visibility map
+    /// set and the planner's statistics taken again (`VACUUM (ANALYZE)`), as autovacuum
+    /// would do some time after a bulk load; until then a search may be planned for a table
+    /// of another size.
+    async fn merge_index(&self) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        client
+            .batch_execute("VACUUM (ANALYZE) pkb_notes")
+            .await
+            .map_err(self.failed("vacuuming the notes"))
+    }
 }
 
 /// What the tests need of a PostgreSQL server: `PKB_TEST_POSTGRES`, an admin URL (as

@@ -230,6 +230,7 @@ mod tests {
             "a known user is not seeded"
         );
         store.verify().await.unwrap();
+        store.merge_index().await.unwrap();
         drop((store, database));
         // Version 4 keeps the search vector in the row (it fails the test's SQL otherwise).
         testing::execute(
