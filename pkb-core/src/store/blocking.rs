@@ -1,5 +1,6 @@
 //! Running a blocking [`NoteBackend`] (SQLite's) as an async [`NoteEngine`]: reads on the
-//! store's own read threads, writes and maintenance on tokio's blocking pool. A backend that
+//! store's own read threads (but a note from memory, and a small store's search, which the
+//! backend answers at once), writes and maintenance on tokio's blocking pool. A backend that
 //! queues its writes ([`QueuedWrites`]) has them committed by one thread at a time, while the
 //! calls that made them wait as tasks.
 

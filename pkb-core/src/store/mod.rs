@@ -217,8 +217,9 @@ pub struct SearchHit {
 
 /// The synchronous storage engine behind [`Store`].
 ///
-/// Methods may block on disk I/O, except [`NoteBackend::get_cached`]; [`Store`] calls reads
-/// from its read threads and writes from tokio's blocking pool. Inputs reaching `put` and
+/// Methods may block on disk I/O, except [`NoteBackend::get_cached`] and
+/// [`NoteBackend::search_at_once`]; [`Store`] calls the other reads from its read threads
+/// and writes from tokio's blocking pool. Inputs reaching `put` and
 /// `put_many` have been validated and normalised by [`Store`].
 pub trait NoteBackend: Send + Sync {
     /// The note with this exact id.

@@ -5,7 +5,7 @@
 //! in-memory store has a single connection for everything.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -95,10 +95,14 @@ const STATEMENT_CACHE: usize = 32;
 const WAL_SIZE_LIMIT: i64 = 32 * 1024 * 1024;
 /// SQLite's default: the writer copies the WAL into the main file once it holds this many pages.
 const WAL_AUTOCHECKPOINT_PAGES: i64 = 1000;
-/// A store of at most this many notes answers a search on the caller's thread
-/// ([`NoteBackend::search_at_once`]): any search of so few notes takes some microseconds,
-/// less than the hop to a read thread and back.
+/// A store of at most this many notes, holding at most [`SEARCH_AT_ONCE_TOKENS`] words in
+/// all, answers a search on the caller's thread ([`NoteBackend::search_at_once`]): any
+/// search of so little takes tens of microseconds at most, about what the hop to a read
+/// thread and back costs. The words bound it as the notes alone do not: 64 long notes can
+/// hold a vocabulary whose prefix queries take milliseconds.
 const SEARCH_AT_ONCE_NOTES: i64 = 64;
+/// See [`SEARCH_AT_ONCE_NOTES`]: 64 notes of 125 words.
+const SEARCH_AT_ONCE_TOKENS: i64 = 8_000;
 
 /// The `?2` best of the `?3` newest matches of `?1`, scored by `score`; ties go to the newer
 /// note. With `tagged`, only notes carrying all `?5` tags of the JSON array `?4` count.
@@ -182,9 +186,9 @@ pub(super) struct SqliteBackend {
     requests: Arc<AtomicU64>,
     /// Notes read since the last commit, served without a query.
     cache: NoteCache,
-    /// How many notes the last search found in the store: whether the next may try
-    /// [`NoteBackend::search_at_once`].
-    notes_searched: AtomicI64,
+    /// Whether the store was small enough at its last search for the next to try
+    /// [`NoteBackend::search_at_once`] (true until a first search has looked).
+    small_when_searched: AtomicBool,
     /// Whether the write-ahead log commits go into is still the file at its path.
     wal: wal_watch::WalWatch,
 }
@@ -302,7 +306,7 @@ impl SqliteBackend {
             requests,
             changes: ChangeWatch::file(path, BUSY_TIMEOUT),
             cache: NoteCache::new(),
-            notes_searched: AtomicI64::new(0),
+            small_when_searched: AtomicBool::new(true),
             wal,
         };
         backend
@@ -343,7 +347,7 @@ impl SqliteBackend {
             requests: Arc::default(),
             changes: ChangeWatch::OwnWrites(AtomicU64::new(0)),
             cache: NoteCache::new(),
-            notes_searched: AtomicI64::new(0),
+            small_when_searched: AtomicBool::new(true),
             wal: wal_watch::WalWatch::none(),
         })
     }
@@ -482,14 +486,15 @@ impl SqliteBackend {
         .map_err(self.fail(action))
     }
 
-    /// How many notes the store holds, as its search statistics count them, remembered for
-    /// [`NoteBackend::search_at_once`].
-    fn note_store_size(&self, conn: &Connection) -> rusqlite::Result<i64> {
-        let notes: i64 = conn
-            .prepare_cached("SELECT notes FROM search_stats WHERE id = 1")?
-            .query_row([], |r| r.get(0))?;
-        self.notes_searched.store(notes, Ordering::Relaxed);
-        Ok(notes)
+    /// Whether the store is small enough for [`NoteBackend::search_at_once`], by its search
+    /// statistics (notes and words), remembered for the next search.
+    fn small_enough_to_search_at_once(&self, conn: &Connection) -> rusqlite::Result<bool> {
+        let (notes, tokens): (i64, i64) = conn
+            .prepare_cached("SELECT notes, tokens FROM search_stats WHERE id = 1")?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let small = notes <= SEARCH_AT_ONCE_NOTES && tokens <= SEARCH_AT_ONCE_TOKENS;
+        self.small_when_searched.store(small, Ordering::Relaxed);
+        Ok(small)
     }
 
     /// [`Self::read`] if a connection is free at once and no damage is known; `None` without
@@ -512,7 +517,10 @@ impl SqliteBackend {
             },
         })?;
         if let Err(error) = &out
-            && error.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+            && matches!(
+                error.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            )
         {
             return None;
         }
@@ -1427,7 +1435,7 @@ impl NoteBackend for SqliteBackend {
             // One snapshot for the planner's several statements, and one set of file locks
             // instead of one per statement.
             in_snapshot(conn, || {
-                self.note_store_size(conn)?;
+                self.small_enough_to_search_at_once(conn)?;
                 search_on(conn, query, &expr, tags, limit)
             })
         })
@@ -1439,7 +1447,7 @@ impl NoteBackend for SqliteBackend {
         tags: &[String],
         limit: usize,
     ) -> Option<Result<Vec<SearchHit>, StoreError>> {
-        if self.notes_searched.load(Ordering::Relaxed) > SEARCH_AT_ONCE_NOTES {
+        if !self.small_when_searched.load(Ordering::Relaxed) {
             return None;
         }
         let Some(expr) = query::match_expression(query).filter(|_| limit > 0) else {
@@ -1449,7 +1457,7 @@ impl NoteBackend for SqliteBackend {
         // written many notes since.
         let found = self.read_at_once(SEARCH_NOTES, |conn| {
             in_snapshot(conn, || {
-                if self.note_store_size(conn)? > SEARCH_AT_ONCE_NOTES {
+                if !self.small_enough_to_search_at_once(conn)? {
                     return Ok(None);
                 }
                 search_on(conn, query, &expr, tags, limit).map(Some)
@@ -1641,6 +1649,43 @@ mod tests {
     }
 
     #[test]
+    fn a_store_of_few_but_long_notes_is_searched_on_a_read_thread() {
+        let backend = SqliteBackend::open_in_memory(true).unwrap();
+        let long = NoteDraft {
+            id: "long".to_owned(),
+            title: "Long".to_owned(),
+            tags: Vec::new(),
+            body: (0..SEARCH_AT_ONCE_TOKENS)
+                .map(|n| format!("word{n}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
+        backend.put(long, PutMode::CreateOnly).unwrap();
+        assert!(backend.search_at_once("word1", &[], 10).is_none());
+        assert!(!backend.small_when_searched.load(Ordering::Relaxed));
+        assert_eq!(backend.search("word12", &[], 10).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_read_at_once_that_meets_a_lock_is_left_to_a_read_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.db");
+        let backend = SqliteBackend::open(&path, &StoreOptions::default()).unwrap();
+        backend.search("deploy", &[], 10).unwrap();
+        // A lock SQLite would wait for answers "busy" at once here (`lock_wait`'s tests).
+        for code in [rusqlite::ffi::SQLITE_BUSY, rusqlite::ffi::SQLITE_LOCKED] {
+            let met: Option<Result<(), StoreError>> =
+                backend.read_at_once("search notes", |_| Err(failure(code)));
+            assert!(met.is_none(), "code {code}");
+        }
+        let other: Option<Result<(), StoreError>> = backend.read_at_once("search notes", |_| {
+            Err(failure(rusqlite::ffi::SQLITE_IOERR_READ))
+        });
+        assert!(matches!(other, Some(Err(StoreError::Backend { .. }))));
+        assert!(backend.search_at_once("deploy", &[], 10).is_some());
+    }
+
+    #[test]
     fn a_small_store_is_searched_at_once_and_a_grown_one_on_a_read_thread() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("notes.db");
@@ -1688,10 +1733,7 @@ mod tests {
             other.search_at_once("deploy", &[], 10).is_none(),
             "the size is read again in the search's snapshot"
         );
-        assert_eq!(
-            other.notes_searched.load(Ordering::Relaxed),
-            SEARCH_AT_ONCE_NOTES + 3
-        );
+        assert!(!other.small_when_searched.load(Ordering::Relaxed));
         let on_a_thread = other.search("deploy", &[], 100).unwrap();
         assert_eq!(on_a_thread.len(), 65);
         assert!(backend.search_at_once("deploy", &[], 10).is_none());

@@ -186,7 +186,7 @@ fn migration_error(location: &str, error: tokio_postgres::Error) -> StoreError {
         return StoreError::Open {
             path: location.into(),
             source: format!(
-                "PKB needs the unaccent extension and its own tables, and this role may not create them ({reason}); ask the database's owner to run `CREATE EXTENSION unaccent` and to grant CREATE on the schema"
+                "PKB needs the unaccent extension and tables of its own, which it makes and changes as its schema moves on, and this role may not ({reason}); start PKB once as the role that owns its tables, or ask the database's owner to run `CREATE EXTENSION unaccent` and to grant CREATE on the schema"
             )
             .into(),
         };

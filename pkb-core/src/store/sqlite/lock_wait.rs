@@ -28,7 +28,10 @@ thread_local! {
 }
 
 /// Runs `f` with every lock wait on this thread given up at once: SQLite answers "busy"
-/// where it would wait. For calls made on the async runtime's threads.
+/// where its busy handler would wait. For calls made on the async runtime's threads. (A
+/// read that starts while another connection rewrites the WAL index still retries briefly
+/// inside SQLite, without the handler; that takes microseconds unless the index is
+/// being recovered after a crash.)
 pub(super) fn without_waiting<T>(f: impl FnOnce() -> T) -> T {
     /// Puts the thread's setting back however `f` ends.
     struct Restore(bool);
