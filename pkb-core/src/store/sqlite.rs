@@ -38,6 +38,7 @@ use self::note_cache::NoteCache;
 use self::page_check::{PageCheck, Verdict};
 use self::reported_damage::ReportedDamage;
 use self::schema::{Depth, FileState, InspectError, SCHEMA_VERSION};
+use self::search_planner::StoreSize;
 use self::terms::VocabularyChanges;
 use super::{
     MAX_LIMIT, MergeProgress, NoteBackend, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome,
@@ -486,15 +487,12 @@ impl SqliteBackend {
         .map_err(self.fail(action))
     }
 
-    /// Whether the store is small enough for [`NoteBackend::search_at_once`], by its search
-    /// statistics (notes and words), remembered for the next search.
-    fn small_enough_to_search_at_once(&self, conn: &Connection) -> rusqlite::Result<bool> {
-        let (notes, tokens): (i64, i64) = conn
-            .prepare_cached("SELECT notes, tokens FROM search_stats WHERE id = 1")?
-            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        let small = notes <= SEARCH_AT_ONCE_NOTES && tokens <= SEARCH_AT_ONCE_TOKENS;
+    /// Whether a store of `size` is small enough for [`NoteBackend::search_at_once`],
+    /// remembered for the next search.
+    fn small_enough_to_search_at_once(&self, size: StoreSize) -> bool {
+        let small = size.notes <= SEARCH_AT_ONCE_NOTES && size.tokens <= SEARCH_AT_ONCE_TOKENS;
         self.small_when_searched.store(small, Ordering::Relaxed);
-        Ok(small)
+        small
     }
 
     /// [`Self::read`] if a connection is free at once and no damage is known; `None` without
@@ -970,19 +968,20 @@ fn sql_limit(limit: usize) -> i64 {
     i64::try_from(limit.min(MAX_LIMIT)).unwrap_or(0)
 }
 
-/// [`NoteBackend::search`] on `conn`, in a snapshot the caller holds, for a query with words
-/// (`expr` is its [`query::match_expression`]) and a `limit` above 0.
+/// [`NoteBackend::search`] on `conn`, in a snapshot the caller holds (where it read `size`),
+/// for a query with words (`expr` is its [`query::match_expression`]) and a `limit` above 0.
 fn search_on(
     conn: &Connection,
     query: &str,
     expr: &str,
     tags: &[String],
     limit: usize,
+    size: StoreSize,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     let wanted = tags_to_json(tags.iter().map(String::as_str));
     let limit = limit.min(MAX_LIMIT);
     Ok(
-        match search_planner::search(conn, query, tags, &wanted, limit)? {
+        match search_planner::search(conn, query, tags, &wanted, limit, size)? {
             search_planner::Plan::Ranked(hits) => hits,
             search_planner::Plan::Fts5Terms(terms) => {
                 fts5_search(conn, &terms.expr, Some(&terms), tags, &wanted, limit)?
@@ -1435,8 +1434,9 @@ impl NoteBackend for SqliteBackend {
             // One snapshot for the planner's several statements, and one set of file locks
             // instead of one per statement.
             in_snapshot(conn, || {
-                self.small_enough_to_search_at_once(conn)?;
-                search_on(conn, query, &expr, tags, limit)
+                let size = StoreSize::read(conn)?;
+                self.small_enough_to_search_at_once(size);
+                search_on(conn, query, &expr, tags, limit, size)
             })
         })
     }
@@ -1457,10 +1457,11 @@ impl NoteBackend for SqliteBackend {
         // written many notes since.
         let found = self.read_at_once(SEARCH_NOTES, |conn| {
             in_snapshot(conn, || {
-                if !self.small_enough_to_search_at_once(conn)? {
+                let size = StoreSize::read(conn)?;
+                if !self.small_enough_to_search_at_once(size) {
                     return Ok(None);
                 }
-                search_on(conn, query, &expr, tags, limit).map(Some)
+                search_on(conn, query, &expr, tags, limit, size).map(Some)
             })
         })?;
         found.transpose()

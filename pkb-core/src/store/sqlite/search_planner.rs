@@ -123,16 +123,38 @@ pub(super) struct Fts5Terms {
     pub(super) average_length: f64,
 }
 
+/// How large the store is, as its search statistics (`search_stats`) count it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct StoreSize {
+    pub(super) notes: i64,
+    /// Words in every note together.
+    pub(super) tokens: i64,
+}
+
+impl StoreSize {
+    /// The statistics, in the caller's snapshot.
+    pub(super) fn read(conn: &Connection) -> rusqlite::Result<Self> {
+        conn.prepare_cached("SELECT notes, tokens FROM search_stats WHERE id = 1")?
+            .query_row([], |r| {
+                Ok(StoreSize {
+                    notes: r.get(0)?,
+                    tokens: r.get(1)?,
+                })
+            })
+    }
+}
+
 /// Searches as [`super::NoteBackend::search`] does, or says which FTS5 query to run instead.
-/// `tags` are normalised; `tags_json` is their JSON array.
+/// `tags` are normalised; `tags_json` is their JSON array; `size` is read in the same snapshot.
 pub(super) fn search(
     conn: &Connection,
     query: &str,
     tags: &[String],
     tags_json: &str,
     limit: usize,
+    size: StoreSize,
 ) -> rusqlite::Result<Plan> {
-    search_routed(conn, query, tags, tags_json, limit, None)
+    search_routed(conn, query, tags, tags_json, limit, size, None)
 }
 
 /// The ways of ranking a query; see the module's description.
@@ -153,6 +175,7 @@ fn search_routed(
     tags: &[String],
     tags_json: &str,
     limit: usize,
+    StoreSize { notes, tokens }: StoreSize,
     forced: Option<Route>,
 ) -> rusqlite::Result<Plan> {
     let mut words = Vec::new();
@@ -186,9 +209,6 @@ fn search_routed(
         // More words than `pkb_rank` numbers; FTS5 ranks them alone.
         return Ok(Plan::Fts5Prefixes);
     }
-    let (notes, tokens): (i64, i64) = conn
-        .prepare_cached("SELECT notes, tokens FROM search_stats WHERE id = 1")?
-        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
     let mut chosen = forced.unwrap_or_else(|| route(&words, notes));
     if !tags.is_empty() && matches!(chosen, Route::Scan(_)) {
         // The scan does not know tags; the tag index is the better source anyway.
@@ -860,8 +880,9 @@ mod tests {
         limit: usize,
     ) -> rusqlite::Result<Option<Vec<SearchHit>>> {
         let wanted = super::super::tags_to_json(tags.iter().map(String::as_str));
+        let size = StoreSize::read(conn)?;
         Ok(
-            match search_routed(conn, q, tags, &wanted, limit, Some(route))? {
+            match search_routed(conn, q, tags, &wanted, limit, size, Some(route))? {
                 Plan::Ranked(hits) => Some(hits),
                 Plan::Fts5Terms(terms) => Some(fts5_search(
                     conn,
@@ -1042,7 +1063,8 @@ mod tests {
         let backend = corpus();
         let expr = |q: &str| {
             backend.read_for_tests(|conn| {
-                match search_routed(conn, q, &[], "[]", 10, Some(Route::Fts5Terms))? {
+                let size = StoreSize::read(conn)?;
+                match search_routed(conn, q, &[], "[]", 10, size, Some(Route::Fts5Terms))? {
                     Plan::Fts5Terms(terms) => Ok(terms.expr),
                     other => panic!("{q}: {other:?}"),
                 }
