@@ -39,7 +39,7 @@ use self::page_check::{PageCheck, Verdict};
 use self::reported_damage::ReportedDamage;
 use self::schema::{Depth, FileState, InspectError, SCHEMA_VERSION};
 use self::search_planner::StoreSize;
-use self::terms::VocabularyChanges;
+use self::terms::{KnownTermIds, VocabularyChanges};
 use super::{
     MAX_LIMIT, MergeProgress, NoteBackend, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome,
     QueuedWrite, QueuedWrites, RANK_WINDOW, SearchHit, StoreError, query,
@@ -163,7 +163,7 @@ pub(super) struct SqliteBackend {
     /// Tells whether anything was committed since a note was read; its connection, too,
     /// closes before the writer.
     changes: ChangeWatch,
-    writer: Mutex<Connection>,
+    writer: Mutex<Writer>,
     /// Requests' writes waiting to be committed by whichever holds the writer next.
     queue: WriteQueue,
     /// The file, or `None` in memory; named in error messages.
@@ -192,6 +192,21 @@ pub(super) struct SqliteBackend {
     small_when_searched: AtomicBool,
     /// Whether the write-ahead log commits go into is still the file at its path.
     wal: wal_watch::WalWatch,
+}
+
+/// The one connection that writes, with the term ids its groups of writes have found.
+struct Writer {
+    conn: Connection,
+    known_terms: KnownTermIds,
+}
+
+impl Writer {
+    fn new(conn: Connection) -> Self {
+        Writer {
+            conn,
+            known_terms: KnownTermIds::default(),
+        }
+    }
 }
 
 impl SqliteBackend {
@@ -295,7 +310,7 @@ impl SqliteBackend {
         }
         let backend = SqliteBackend {
             readers: Some(ReaderPool::new(path.to_owned(), options.max_readers)),
-            writer: Mutex::new(conn),
+            writer: Mutex::new(Writer::new(conn)),
             queue: WriteQueue::default(),
             path: Some(path.to_owned()),
             pages,
@@ -311,9 +326,9 @@ impl SqliteBackend {
             wal,
         };
         backend
-            .allow_checkpoints(&lock(&backend.writer))
+            .allow_checkpoints(&lock(&backend.writer).conn)
             .map_err(|e| open_error(Box::new(e)))?;
-        if let Some(why) = write_probe::cannot_write(&lock(&backend.writer))
+        if let Some(why) = write_probe::cannot_write(&lock(&backend.writer).conn)
             .map_err(|e| open_error(Box::new(e)))?
         {
             tracing::warn!(path = %path.display(), "{why}; every write will fail");
@@ -336,7 +351,7 @@ impl SqliteBackend {
         tx.commit().map_err(fail)?;
         Ok(SqliteBackend {
             readers: None,
-            writer: Mutex::new(conn),
+            writer: Mutex::new(Writer::new(conn)),
             queue: WriteQueue::default(),
             path: None,
             pages: PageCheck::done(Verdict::Sound),
@@ -444,7 +459,10 @@ impl SqliteBackend {
             && self.reported.look_again(|| file_reads_sound(path))
         {
             // The writer may keep a page as it was misread; readers that read one are closed.
-            if let Err(error) = lock(&self.writer).execute_batch("PRAGMA shrink_memory") {
+            if let Err(error) = lock(&self.writer)
+                .conn
+                .execute_batch("PRAGMA shrink_memory")
+            {
                 tracing::warn!(%error, "cannot empty the writer's page cache");
             }
         }
@@ -482,7 +500,7 @@ impl SqliteBackend {
         self.refuse_if_damaged()?;
         match &self.readers {
             Some(pool) => pool.with(f),
-            None => f(&lock(&self.writer)),
+            None => f(&lock(&self.writer).conn),
         }
         .map_err(self.fail(action))
     }
@@ -509,8 +527,10 @@ impl SqliteBackend {
         let out = lock_wait::without_waiting(|| match &self.readers {
             Some(pool) => pool.try_with(f),
             None => match self.writer.try_lock() {
-                Ok(conn) => Some(f(&conn)),
-                Err(std::sync::TryLockError::Poisoned(conn)) => Some(f(&conn.into_inner())),
+                Ok(writer) => Some(f(&writer.conn)),
+                Err(std::sync::TryLockError::Poisoned(writer)) => {
+                    Some(f(&writer.into_inner().conn))
+                }
                 Err(std::sync::TryLockError::WouldBlock) => None,
             },
         })?;
@@ -550,12 +570,12 @@ impl SqliteBackend {
             if let Some(result) = slot.take() {
                 return result.map_err(self.fail(action));
             }
-            let mut conn = lock(&self.writer);
+            let mut writer = lock(&self.writer);
             // The thread that held the writer may have committed this write with its own.
             if let Some(result) = slot.take() {
                 return result.map_err(self.fail(action));
             }
-            if !self.commit_next_group(&mut conn) {
+            if !self.commit_next_group(&mut writer) {
                 // Not settled and not queued: its group ended without settling it.
                 return Err(group_commit::aborted("the write was lost")).map_err(self.fail(action));
             }
@@ -590,15 +610,16 @@ impl SqliteBackend {
         }))
     }
 
-    /// Commits the writes queued now as one group on `conn` (the writer's); false if none
-    /// were. Each write's result, the commit's failure included, goes to its slot.
-    fn commit_next_group(&self, conn: &mut Connection) -> bool {
+    /// Commits the writes queued now as one group on the writer; false if none were. Each
+    /// write's result, the commit's failure included, goes to its slot.
+    fn commit_next_group(&self, writer: &mut Writer) -> bool {
         let group = self.queue.take_group();
         if group.is_empty() {
             return false;
         }
         let committed = group_commit::commit_group(
-            conn,
+            &mut writer.conn,
+            &mut writer.known_terms,
             group,
             |conn| {
                 self.durable()?;
@@ -643,7 +664,9 @@ impl SqliteBackend {
         self.refuse_if_damaged()?;
         self.durable().map_err(self.fail(action))?;
         self.wrote.store(true, Ordering::Relaxed);
-        let mut conn = lock(&self.writer);
+        let mut writer = lock(&self.writer);
+        // It may write the vocabulary (a rebuild does) by other means than a group's.
+        writer.known_terms.forget();
         let run = |conn: &mut Connection| {
             self.allow_checkpoints(conn)?;
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -652,7 +675,7 @@ impl SqliteBackend {
             self.durable()?;
             Ok(out)
         };
-        let written = run(&mut conn);
+        let written = run(&mut writer.conn);
         self.changes.wrote();
         written.map_err(self.fail(action))
     }
@@ -703,7 +726,7 @@ impl Drop for SqliteBackend {
         } else {
             self.pages.stop();
         }
-        let _ = self.allow_checkpoints(&lock(&self.writer));
+        let _ = self.allow_checkpoints(&lock(&self.writer).conn);
     }
 }
 
@@ -1334,8 +1357,8 @@ impl QueuedWrites for SqliteBackend {
     }
 
     fn commit_queued(&self) {
-        let mut conn = lock(&self.writer);
-        while self.commit_next_group(&mut conn) {}
+        let mut writer = lock(&self.writer);
+        while self.commit_next_group(&mut writer) {}
     }
 
     fn has_queued(&self) -> bool {

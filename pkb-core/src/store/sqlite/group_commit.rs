@@ -10,7 +10,8 @@
 //!
 //! The writes of a group share one [`VocabularyChanges`], applied just before COMMIT, so a
 //! term in many of the group's notes has its count written once. A write undone alone takes
-//! its vocabulary changes with it.
+//! its vocabulary changes with it. The term ids a group finds are kept for the next
+//! ([`KnownTermIds`]) once it has committed; a group that fails forgets them all.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 use tokio::sync::Notify;
 
-use super::terms::VocabularyChanges;
+use super::terms::{KnownTermIds, VocabularyChanges};
 use crate::locks::lock;
 
 /// A write waiting for its group. Writes can run twice (see the module's notes), so they
@@ -67,9 +68,11 @@ impl WriteQueue {
 }
 
 /// Commits `group` on `conn`, after `prepare`, and settles every write of it; the commit's
-/// outcome. A commit counts only when `durable` confirms it after.
+/// outcome. A commit counts only when `durable` confirms it after. `known` holds the term ids
+/// the connection's earlier groups found.
 pub(super) fn commit_group(
     conn: &mut Connection,
+    known: &mut KnownTermIds,
     mut group: Vec<Box<dyn PendingWrite>>,
     prepare: impl FnOnce(&Connection) -> rusqlite::Result<()>,
     durable: impl Fn() -> rusqlite::Result<()>,
@@ -77,7 +80,7 @@ pub(super) fn commit_group(
     let commit = (|| {
         prepare(conn)?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut vocabulary = VocabularyChanges::default();
+        let mut vocabulary = known.changes(&tx)?;
         let mut all_ran = true;
         for write in &mut group {
             if !write.run(&tx, &mut vocabulary) {
@@ -86,18 +89,25 @@ pub(super) fn commit_group(
             }
         }
         if all_ran {
-            vocabulary.apply(&tx)?;
-            return tx.commit().and_then(|()| durable());
+            let learned = vocabulary.apply(&tx)?;
+            tx.commit().and_then(|()| durable())?;
+            return Ok(learned);
         }
+        drop(vocabulary);
         tx.rollback()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut vocabulary = VocabularyChanges::default();
+        let mut vocabulary = known.changes(&tx)?;
         for write in &mut group {
             write.run_isolated(&tx, &mut vocabulary);
         }
-        vocabulary.apply(&tx)?;
-        tx.commit().and_then(|()| durable())
+        let learned = vocabulary.apply(&tx)?;
+        tx.commit().and_then(|()| durable())?;
+        Ok(learned)
     })();
+    if commit.is_err() {
+        known.forget();
+    }
+    let commit = commit.map(|learned| known.learn(learned));
     let outcome = commit.as_ref().map(|_| ()).map_err(copy_error);
     for write in group {
         write.settle(&commit);
@@ -248,7 +258,8 @@ mod tests {
     use super::*;
 
     fn run_group(conn: &mut Connection, queue: &WriteQueue) -> rusqlite::Result<()> {
-        commit_group(conn, queue.take_group(), |_| Ok(()), || Ok(()))
+        let mut known = KnownTermIds::default();
+        commit_group(conn, &mut known, queue.take_group(), |_| Ok(()), || Ok(()))
     }
 
     fn rows(conn: &Connection) -> Vec<i64> {
