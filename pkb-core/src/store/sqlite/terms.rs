@@ -115,8 +115,8 @@ pub(super) struct KnownTermIds {
 
 impl KnownTermIds {
     /// Most ids kept: a note's terms are mostly a store's common words, and this bounds the
-    /// memory (a few MB) a store with a vast vocabulary would otherwise fill.
-    const MAX: usize = 32_768;
+    /// memory (about a megabyte) a store with a vast vocabulary would otherwise fill.
+    const MAX: usize = 16_384;
 
     /// The changes for a transaction that `conn` holds the write lock in, starting from the ids
     /// still known.
