@@ -267,30 +267,37 @@ pub(super) fn unindex_terms(
     Ok(())
 }
 
-/// The note's distinct terms as FTS5 tokenizes them, in no order: `(term, weighted count,
-/// tokens)`. Counted in a hash map: a sorted map's comparisons of terms were most of the time
-/// a note's terms took.
+/// The note's distinct terms as FTS5 tokenizes them, in the order they first appear:
+/// `(term, weighted count, tokens)`. Found through a hash map: a sorted map's comparisons at
+/// every token were most of the time a note's terms took. The order is the note's own, so
+/// new terms' ids come out the same however often the vocabulary is counted.
 fn tokenize(
     conn: &Connection,
     title: &str,
     tags_json: &str,
     body: &str,
 ) -> rusqlite::Result<Vec<(String, u32, u32)>> {
-    let mut counts: HashMap<Vec<u8>, (u32, u32)> = HashMap::new();
+    // Each term's place in the note, then its counts.
+    let mut counts: HashMap<Vec<u8>, (usize, u32, u32)> = HashMap::new();
     for (text, weight) in [title, tags_json, body].into_iter().zip(WEIGHTS) {
         for_each_term(conn, text, |term| {
-            let (weighted, tokens) = match counts.get_mut(term) {
+            let (_, weighted, tokens) = match counts.get_mut(term) {
                 Some(counted) => counted,
-                None => counts.entry(term.to_vec()).or_default(),
+                None => {
+                    let place = counts.len();
+                    counts.entry(term.to_vec()).or_insert((place, 0, 0))
+                }
             };
             *weighted += weight;
             *tokens += 1;
         })?;
     }
+    let mut counts: Vec<_> = counts.into_iter().collect();
+    counts.sort_unstable_by_key(|(_, (place, ..))| *place);
     // A term is whole UTF-8 unless FTS5 cut it at its longest, which may split a character.
     Ok(counts
         .into_iter()
-        .map(|(term, (weighted, tokens))| {
+        .map(|(term, (_, weighted, tokens))| {
             let term = String::from_utf8(term)
                 .unwrap_or_else(|cut| String::from_utf8_lossy(cut.as_bytes()).into_owned());
             (term, weighted, tokens)
@@ -598,17 +605,16 @@ mod tests {
     #[test]
     fn tokenizes_like_the_index_and_weights_columns() {
         let conn = Connection::open_in_memory().unwrap();
-        let mut terms =
-            tokenize(&conn, "Café Deploy", r#"["deploy"]"#, "deploy the CAFÉ now").unwrap();
-        terms.sort();
+        let terms = tokenize(&conn, "Café Deploy", r#"["deploy"]"#, "deploy the CAFÉ now").unwrap();
         assert_eq!(
             terms,
             vec![
                 ("cafe".to_owned(), 10 + 1, 2),
                 ("deploy".to_owned(), 10 + 4 + 1, 3),
-                ("now".to_owned(), 1, 1),
                 ("the".to_owned(), 1, 1),
-            ]
+                ("now".to_owned(), 1, 1),
+            ],
+            "in the order they first appear"
         );
         let again = tokenize(&conn, "x", "[]", "").unwrap();
         assert_eq!(again, vec![("x".to_owned(), 10, 1)]);
