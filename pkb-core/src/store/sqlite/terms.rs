@@ -134,17 +134,19 @@ impl KnownTermIds {
         })
     }
 
-    /// Keeps what a transaction that committed found, and forgets the terms it dropped.
+    /// Keeps what a transaction that committed found, and forgets the terms it dropped:
+    /// those known before and those it found itself (a term added and left by the same group).
     pub(super) fn learn(&mut self, learned: LearnedTermIds) {
         drop(std::mem::take(&mut self.ids));
         let mut ids = learned.known;
         let known = Arc::make_mut(&mut ids);
-        if !learned.dropped.is_empty() {
-            let dropped: HashSet<i64> = learned.dropped.into_iter().collect();
+        let dropped: HashSet<i64> = learned.dropped.into_iter().collect();
+        if !dropped.is_empty() {
             known.retain(|_, id| !dropped.contains(id));
         }
         let room = Self::MAX.saturating_sub(known.len());
-        known.extend(learned.found.into_iter().take(room));
+        let found = learned.found.into_iter();
+        known.extend(found.filter(|(_, id)| !dropped.contains(id)).take(room));
         self.ids = ids;
     }
 
@@ -492,6 +494,21 @@ mod tests {
         assert_ne!(term_id(&this, "okapi"), okapi, "the ids move");
         put(&this, "g", "zebra okapi walrus");
         assert_counts_true(&this);
+    }
+
+    #[test]
+    fn a_term_added_and_dropped_within_one_group_is_not_kept() {
+        let backend = SqliteBackend::open_in_memory(false).unwrap();
+        // One group: `fleeting` gets an id, then loses its only note, and is dropped.
+        let batch = vec![draft("x", "fleeting"), draft("x", "settled")];
+        backend.put_many(batch, PutMode::Replace).unwrap();
+        assert_eq!(term_id(&backend, "fleeting"), None);
+        // A later group must add it again rather than count it under the dropped id.
+        backend
+            .put(draft("y", "fleeting"), PutMode::Replace)
+            .unwrap();
+        assert!(term_id(&backend, "fleeting").is_some());
+        assert_counts_true(&backend);
     }
 
     #[test]
