@@ -507,6 +507,11 @@ mod tests {
         backend
             .put(draft("y", "fleeting"), PutMode::Replace)
             .unwrap();
+        let found = backend.search("fleeting", &[], 10).unwrap();
+        assert_eq!(
+            found.iter().map(|hit| &hit.id[..]).collect::<Vec<_>>(),
+            ["y"]
+        );
         assert!(term_id(&backend, "fleeting").is_some());
         assert_counts_true(&backend);
     }
