@@ -6,7 +6,8 @@
 //! savepoint (one index segment per write otherwise). Should a write fail, the transaction is
 //! rolled back and the group run again with each write in a savepoint of its own: the failing
 //! one is undone alone and the others commit. A commit that fails fails every write of the
-//! group, none of which is then on disk.
+//! group, none of which is then on disk; so does a write whose failure ended the transaction
+//! (SQLite ends it at some disk-full and I/O errors), with that write's error.
 //!
 //! The writes of a group share one [`VocabularyChanges`], applied just before COMMIT, so a
 //! term in many of the group's notes has its count written once. A write undone alone takes
@@ -26,10 +27,19 @@ use crate::locks::lock;
 /// A write waiting for its group. Writes can run twice (see the module's notes), so they
 /// are `Fn`.
 pub(super) trait PendingWrite: Send {
-    /// Runs the write in the group's transaction; whether it succeeded.
-    fn run(&mut self, tx: &Transaction<'_>, vocabulary: &mut VocabularyChanges) -> bool;
-    /// Runs the write in a savepoint of its own, undone alone if it fails.
-    fn run_isolated(&mut self, tx: &Transaction<'_>, vocabulary: &mut VocabularyChanges);
+    /// Runs the write in the group's transaction; its error if it failed.
+    fn run(
+        &mut self,
+        tx: &Transaction<'_>,
+        vocabulary: &mut VocabularyChanges,
+    ) -> rusqlite::Result<()>;
+    /// Runs the write in a savepoint of its own, undone alone if it fails; an error only if
+    /// the transaction could not go on after it.
+    fn run_isolated(
+        &mut self,
+        tx: &Transaction<'_>,
+        vocabulary: &mut VocabularyChanges,
+    ) -> rusqlite::Result<()>;
     /// Tells the writer's thread how its group ended: with the commit's outcome.
     fn settle(self: Box<Self>, commit: &rusqlite::Result<()>);
 }
@@ -81,26 +91,29 @@ pub(super) fn commit_group(
         prepare(conn)?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut vocabulary = known.changes(&tx)?;
-        let mut all_ran = true;
-        for write in &mut group {
-            if !write.run(&tx, &mut vocabulary) {
-                all_ran = false;
-                break;
-            }
-        }
-        if all_ran {
+        let failure = group
+            .iter_mut()
+            .find_map(|write| write.run(&tx, &mut vocabulary).err());
+        let Some(failure) = failure else {
             let learned = vocabulary.apply(&tx)?;
+            // Nothing is kept until `learn`: a commit that unwound before it would leave the
+            // ids of terms the group dropped.
+            known.forget();
             tx.commit().and_then(|()| durable())?;
             return Ok(learned);
+        };
+        if tx.is_autocommit() {
+            return Err(failure);
         }
         drop(vocabulary);
         tx.rollback()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut vocabulary = known.changes(&tx)?;
         for write in &mut group {
-            write.run_isolated(&tx, &mut vocabulary);
+            write.run_isolated(&tx, &mut vocabulary)?;
         }
         let learned = vocabulary.apply(&tx)?;
+        known.forget();
         tx.commit().and_then(|()| durable())?;
         Ok(learned)
     })();
@@ -189,27 +202,41 @@ where
     T: Send + 'static,
     F: Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<T> + Send + 'static,
 {
-    fn run(&mut self, tx: &Transaction<'_>, vocabulary: &mut VocabularyChanges) -> bool {
+    fn run(
+        &mut self,
+        tx: &Transaction<'_>,
+        vocabulary: &mut VocabularyChanges,
+    ) -> rusqlite::Result<()> {
         let outcome = self.attempt(tx, vocabulary);
-        let ran = outcome.is_ok();
+        let failure = outcome.as_ref().err().map(copy_error);
         self.outcome = Some(outcome);
-        ran
+        failure.map_or(Ok(()), Err)
     }
 
-    fn run_isolated(&mut self, tx: &Transaction<'_>, vocabulary: &mut VocabularyChanges) {
+    fn run_isolated(
+        &mut self,
+        tx: &Transaction<'_>,
+        vocabulary: &mut VocabularyChanges,
+    ) -> rusqlite::Result<()> {
         // Undone with the savepoint: the write's counts, and the ids of terms it added.
         let before = vocabulary.clone();
-        let outcome = tx.execute_batch("SAVEPOINT pkb_write").and_then(|()| {
-            match self.attempt(tx, vocabulary) {
-                Ok(value) => tx.execute_batch("RELEASE pkb_write").map(|()| value),
-                Err(error) => {
-                    *vocabulary = before;
-                    let _ = tx.execute_batch("ROLLBACK TO pkb_write; RELEASE pkb_write");
-                    Err(error)
-                }
-            }
-        });
+        tx.execute_batch("SAVEPOINT pkb_write")?;
+        let outcome = match self.attempt(tx, vocabulary) {
+            Ok(value) => tx.execute_batch("RELEASE pkb_write").map(|()| value),
+            Err(error) => Err(error),
+        };
+        let failure = outcome.as_ref().err().map(copy_error);
         self.outcome = Some(outcome);
+        let Some(failure) = failure else {
+            return Ok(());
+        };
+        // Had SQLite ended the transaction, the savepoint would be gone with it, and what
+        // runs next would commit on its own.
+        if tx.is_autocommit() {
+            return Err(failure);
+        }
+        *vocabulary = before;
+        tx.execute_batch("ROLLBACK TO pkb_write; RELEASE pkb_write")
     }
 
     fn settle(mut self: Box<Self>, commit: &rusqlite::Result<()>) {
@@ -293,6 +320,49 @@ mod tests {
         assert_eq!(last.take().unwrap().unwrap(), 1);
         assert_eq!(rows(&conn), [1, 3]);
         assert!(first.take().is_none(), "a result is taken once");
+    }
+
+    /// As SQLite ends the whole transaction at some disk-full and I/O errors.
+    fn fails_and_ends_the_transaction(tx: &Transaction<'_>) -> rusqlite::Result<usize> {
+        tx.execute("INSERT INTO t VALUES (7)", [])?;
+        tx.execute_batch("ROLLBACK")?;
+        Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            None,
+        ))
+    }
+
+    #[test]
+    fn a_write_that_ends_the_transaction_fails_the_group_with_its_error() {
+        for retried in [false, true] {
+            let mut conn = Connection::open_in_memory().unwrap();
+            conn.execute_batch("CREATE TABLE t (n INTEGER UNIQUE)")
+                .unwrap();
+            let queue = WriteQueue::default();
+            let first = queue.push(|tx, _| tx.execute("INSERT INTO t VALUES (1)", []));
+            let mut slots = vec![first];
+            if retried {
+                // An ordinary failure first: the group runs again, each write alone.
+                slots.push(queue.push(|tx, _| tx.execute("INSERT INTO t VALUES (1)", [])));
+            }
+            slots.push(queue.push(|tx, _| fails_and_ends_the_transaction(tx)));
+            slots.push(queue.push(|tx, _| tx.execute("INSERT INTO t VALUES (3)", [])));
+            let group = run_group(&mut conn, &queue);
+            assert_eq!(
+                group.unwrap_err().sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DiskFull),
+                "retried: {retried}"
+            );
+            for slot in slots {
+                let error = slot.take().unwrap().unwrap_err();
+                assert_eq!(
+                    error.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::DiskFull)
+                );
+            }
+            assert!(rows(&conn).is_empty(), "nothing of the group is stored");
+            assert!(conn.is_autocommit());
+        }
     }
 
     #[test]
