@@ -78,6 +78,8 @@ pub(super) struct VocabularyChanges {
     /// Ids known to be current when the transaction began (see [`KnownTermIds`]); shared, as
     /// a write run alone copies the changes before it runs.
     known: Arc<HashMap<String, i64>>,
+    /// The `data_version` at which `known` was good.
+    data_version: Option<i64>,
     /// The id of every other term the transaction has added to a note.
     ids: HashMap<String, i64>,
     /// The change in each term's number of notes, by id.
@@ -92,6 +94,7 @@ pub(super) struct VocabularyChanges {
 /// has committed: see [`KnownTermIds::learn`].
 pub(super) struct LearnedTermIds {
     known: Arc<HashMap<String, i64>>,
+    data_version: Option<i64>,
     found: HashMap<String, i64>,
     /// Ids of terms no note holds any more, deleted from the vocabulary.
     dropped: Vec<i64>,
@@ -130,6 +133,7 @@ impl KnownTermIds {
         }
         Ok(VocabularyChanges {
             known: Arc::clone(&self.ids),
+            data_version: self.data_version,
             ..VocabularyChanges::default()
         })
     }
@@ -148,9 +152,11 @@ impl KnownTermIds {
         let found = learned.found.into_iter();
         known.extend(found.filter(|(_, id)| !dropped.contains(id)).take(room));
         self.ids = ids;
+        self.data_version = learned.data_version;
     }
 
-    /// Forgets every id: the vocabulary was written by other means, or a transaction failed.
+    /// Forgets every id: the vocabulary was written by other means, a transaction failed, or
+    /// one is committing (until [`Self::learn`] hears it did).
     pub(super) fn forget(&mut self) {
         self.ids = Arc::default();
         self.data_version = None;
@@ -188,6 +194,7 @@ impl VocabularyChanges {
         }
         Ok(LearnedTermIds {
             known: self.known,
+            data_version: self.data_version,
             found: self.ids,
             dropped,
         })
@@ -297,14 +304,38 @@ fn tokenize(
     let mut counts: Vec<_> = counts.into_iter().collect();
     counts.sort_unstable_by_key(|(_, (place, ..))| *place);
     // A term is whole UTF-8 unless FTS5 cut it at its longest, which may split a character.
-    Ok(counts
+    let mut cut = false;
+    let terms = counts
         .into_iter()
         .map(|(term, (_, weighted, tokens))| {
-            let term = String::from_utf8(term)
-                .unwrap_or_else(|cut| String::from_utf8_lossy(cut.as_bytes()).into_owned());
+            let term = String::from_utf8(term).unwrap_or_else(|split| {
+                cut = true;
+                String::from_utf8_lossy(split.as_bytes()).into_owned()
+            });
             (term, weighted, tokens)
         })
-        .collect())
+        .collect();
+    Ok(if cut { merge_repeated(terms) } else { terms })
+}
+
+/// `terms` with each term once, its counts summed: two terms cut in different characters
+/// can read alike once the split character is replaced.
+fn merge_repeated(terms: Vec<(String, u32, u32)>) -> Vec<(String, u32, u32)> {
+    let mut places: HashMap<String, usize> = HashMap::new();
+    let mut merged: Vec<(String, u32, u32)> = Vec::with_capacity(terms.len());
+    for (term, weighted, tokens) in terms {
+        match places.get(&term) {
+            Some(&place) => {
+                merged[place].1 += weighted;
+                merged[place].2 += tokens;
+            }
+            None => {
+                places.insert(term.clone(), merged.len());
+                merged.push((term, weighted, tokens));
+            }
+        }
+    }
+    merged
 }
 
 /// The one term FTS5 makes of a query word, or `None` when it makes several or none.
@@ -517,6 +548,36 @@ mod tests {
     }
 
     #[test]
+    fn a_commit_that_unwinds_before_its_ids_are_learned_leaves_none_kept() {
+        let backend = SqliteBackend::open_in_memory(false).unwrap();
+        backend.put(draft("a", "zebra"), PutMode::Replace).unwrap();
+        let queue = WriteQueue::default();
+        queue.push(super::super::delete_write("a".to_owned()));
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut held = lock(&backend.writer);
+            let writer = &mut *held;
+            let after_commit = || -> rusqlite::Result<()> { panic!("after the commit") };
+            let _ = commit_group(
+                &mut writer.conn,
+                &mut writer.known_terms,
+                queue.take_group(),
+                |_| Ok(()),
+                after_commit,
+            );
+        }));
+        assert!(unwound.is_err());
+        // The delete committed, and `zebra` went with it: a later note must add it again.
+        assert_eq!(term_id(&backend, "zebra"), None);
+        backend.put(draft("b", "zebra"), PutMode::Replace).unwrap();
+        let found = backend.search("zebra", &[], 10).unwrap();
+        assert_eq!(
+            found.iter().map(|hit| &hit.id[..]).collect::<Vec<_>>(),
+            ["b"]
+        );
+        assert_counts_true(&backend);
+    }
+
+    #[test]
     fn a_write_undone_alone_takes_its_vocabulary_changes_along() {
         let backend = SqliteBackend::open_in_memory(false).unwrap();
         let queue = WriteQueue::default();
@@ -571,6 +632,24 @@ mod tests {
         };
         assert_eq!(NoteTerms::decode(&note.encode()), note);
         assert_eq!(NoteTerms::decode(&[1, 2]), NoteTerms::default());
+    }
+
+    #[test]
+    fn words_cut_alike_at_the_longest_term_are_one_term() {
+        let conn = Connection::open_in_memory().unwrap();
+        // Both are cut at 32,768 bytes, inside their last character, whose first two bytes
+        // differ (東 is E6 9D B1, 枀 E6 9E 80): two terms to FTS5, one once replaced.
+        let start = "東".repeat(10_922);
+        let body = format!("{start}東 {start}枀");
+        let terms = tokenize(&conn, "", "", &body).unwrap();
+        assert_eq!(
+            terms.len(),
+            1,
+            "{:?}",
+            terms.iter().map(|t| (t.1, t.2)).collect::<Vec<_>>()
+        );
+        assert_eq!((terms[0].1, terms[0].2), (2, 2));
+        assert!(terms[0].0.ends_with('\u{FFFD}'));
     }
 
     #[test]
