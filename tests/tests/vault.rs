@@ -102,8 +102,26 @@ fn a_vault_comes_in_by_the_rules_of_write() {
     write(v, "bad yaml.md", b"---\ntitle: [unclosed\n---\n");
     write(v, "twin.md", b"# Front matter\n");
     write(v, "control.md", b"---\ntitle: \"Bell\\a\"\n---\n");
+    // 21 characters, 42 once lower-cased (`i` and a combining dot each): past the limit of 40.
+    let long_tag = "İ".repeat(21);
+    write(
+        v,
+        "long tag.md",
+        format!("---\ntitle: Long tag\ntags: [{long_tag}]\n---\n").as_bytes(),
+    );
+    // Another tool's `id` (a Zettelkasten number) is not PKB's: the id comes from the title.
+    write(
+        v,
+        "zettel.md",
+        b"---\nid: 202301011230\ntitle: Zettel note\ncreated: 2023-01-01\n---\nz\n",
+    );
     #[cfg(unix)]
-    std::os::unix::fs::symlink("..", v.join("nested/loop")).unwrap();
+    {
+        std::os::unix::fs::symlink("..", v.join("nested/loop")).unwrap();
+        // Broken links that are no notes: an editor's lock file, an image.
+        std::os::unix::fs::symlink("/nowhere/x", v.join(".#inner.md")).unwrap();
+        std::os::unix::fs::symlink("/nowhere/y", v.join("nested/picture.png")).unwrap();
+    }
 
     let (_store_dir, db) = support::temp_store();
     let (status, stdout, stderr) = run_command(&["--db", &db, "import", v.to_str().unwrap()]);
@@ -132,10 +150,19 @@ fn a_vault_comes_in_by_the_rules_of_write() {
         "control.md",
         "title: must be one line without control characters",
     );
+    refused(
+        "long tag.md",
+        "invalid note: each tag must be at most 40 characters",
+    );
     #[cfg(unix)]
     refused("nested/loop", "a symbolic link loop back to");
+    #[cfg(unix)]
     assert!(
-        stdout.contains("imported 7, replaced 0, skipped 0, refused 9 of 16 files"),
+        !stderr.contains(".#inner.md") && !stderr.contains("picture.png"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("imported 8, replaced 0, skipped 0, refused 10 of 18 files"),
         "{stdout}"
     );
 
@@ -149,7 +176,8 @@ fn a_vault_comes_in_by_the_rules_of_write() {
             "inner-note",
             "no-title-anywhere",
             "windows-note",
-            "with-a-bom"
+            "with-a-bom",
+            "zettel-note"
         ],
         "no seed notes in a store an import made, and no refused or hidden file"
     );
@@ -271,6 +299,7 @@ fn round_trip(first: &str, second: &str) {
         ("Ünïcödé ☃ 東京", ""),
         ("- a list?", "\r\ncrlf\r\n"),
         ("null", "   leading spaces"),
+        ("ends in a carriage return", "line\r"),
     ] {
         let arguments = serde_json::json!({"title": title, "body": body, "tags": ["x: y", "#z"]});
         let (status, _, stderr) =
@@ -278,16 +307,16 @@ fn round_trip(first: &str, second: &str) {
         assert!(status.success(), "{title}: {stderr}");
     }
     let before = notes_in(first);
-    assert_eq!(before.len(), 10_006);
+    assert_eq!(before.len(), 10_007);
 
     let exported = tempfile::tempdir().unwrap();
     let out = exported.path().join("vault");
     let (status, stdout, stderr) = run_command(&["--db", first, "export", out.to_str().unwrap()]);
     assert!(status.success(), "{stderr}");
-    assert!(stdout.contains("exported 10006 notes"), "{stdout}");
+    assert!(stdout.contains("exported 10007 notes"), "{stdout}");
     assert_eq!(
         fs::read_dir(&out).unwrap().count(),
-        10_006,
+        10_007,
         "one file per note, no leftovers"
     );
     let sample = fs::read_to_string(out.join("note-7-a-title.md")).unwrap();

@@ -575,7 +575,7 @@ fn default_data_dir_from(
 }
 
 /// Trims and normalises a draft, refusing anything outside the contract.
-fn validate(draft: NoteDraft) -> Result<NoteDraft, StoreError> {
+pub(crate) fn validate(draft: NoteDraft) -> Result<NoteDraft, StoreError> {
     if !is_valid_id(&draft.id) {
         return Err(StoreError::Invalid(
             "id must be 1 to 100 characters of a-z, 0-9 and -".to_owned(),

@@ -216,6 +216,17 @@ fn find_notes(root: &Path) -> Result<Vec<Found>, ImportError> {
             Ok(_) => {}
             Err(error) => {
                 let path = error.path().unwrap_or(root).to_owned();
+                // Followed links are read before `filter_entry` sees their names: a broken
+                // link that is hidden (an editor's `.#note.md` lock) or not a note (an
+                // image) is nothing the import should have looked at.
+                let broken_link = error
+                    .io_error()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+                if error.depth() > 0
+                    && (is_hidden_under(root, &path) || (broken_link && !is_note_file(&path)))
+                {
+                    continue;
+                }
                 let reason = match error.loop_ancestor() {
                     Some(ancestor) => {
                         format!("a symbolic link loop back to {}", ancestor.display())
@@ -236,6 +247,15 @@ fn io_reason(error: &walkdir::Error) -> String {
     error
         .io_error()
         .map_or_else(|| error.to_string(), ToString::to_string)
+}
+
+/// Whether `path` is, or is in, a hidden file or folder below `root`.
+fn is_hidden_under(root: &Path, path: &Path) -> bool {
+    path.strip_prefix(root).is_ok_and(|below| {
+        below
+            .components()
+            .any(|part| part.as_os_str().to_string_lossy().starts_with('.'))
+    })
 }
 
 fn is_note_file(path: &Path) -> bool {
@@ -313,23 +333,29 @@ fn note_from_text(
             None => (file_stem.to_owned(), split.rest.to_owned()),
         },
     };
-    let body = without_final_line_end(&body).to_owned();
+    let body = without_final_line_end(&body, crlf_file(text)).to_owned();
     let (title, body, tags) = checked_by_write(write_args, title, body, fields.tags)?;
-    let id = match fields.id {
-        Some(id) if is_valid_id(id.trim()) => id.trim().to_owned(),
-        Some(_) => return Err("id: must be 1 to 100 characters of a-z, 0-9 and -".to_owned()),
-        None => derive_id(&title),
+    // The id comes from the title, as for `write`, except in a file an export wrote (it
+    // writes the id with both dates), whose note may have an id of its own (`<id>-summary`).
+    // Other tools' `id` fields (a Zettelkasten number, a UUID) are not PKB's ids.
+    let id = match &fields.id {
+        Some(id) if fields.created.is_some() && fields.updated.is_some() && is_valid_id(id) => {
+            id.clone()
+        }
+        _ => derive_id(&title),
     };
     let dates = dates(fields.created, fields.updated)?;
-    Ok(Candidate {
-        draft: NoteDraft {
-            id,
-            title,
-            tags,
-            body,
-        },
-        dates,
+    // The store's own rules too: a tag within its length may pass `write`'s declaration and
+    // grow past it when lower-cased (`İ` is two characters then), and the store would refuse
+    // the whole batch it came in.
+    let draft = crate::store::validate(NoteDraft {
+        id,
+        title,
+        tags,
+        body,
     })
+    .map_err(|invalid| invalid.to_string())?;
+    Ok(Candidate { draft, dates })
 }
 
 /// Title, body and tags after `write`'s declared rules (trimmed, limits checked), or every
@@ -402,11 +428,19 @@ fn take_heading(text: &str) -> Option<(String, String)> {
 }
 
 /// An editor ends a file with a line end; the note's body does not include it. An export
-/// writes one, so a body comes back exactly.
-fn without_final_line_end(body: &str) -> &str {
-    body.strip_suffix("\r\n")
+/// writes one (`\n`), so a body comes back exactly, one that ends in `\r` included; a file
+/// whose lines end in `\r\n` ends that way.
+fn without_final_line_end(body: &str, crlf: bool) -> &str {
+    let end = if crlf { "\r\n" } else { "\n" };
+    body.strip_suffix(end)
         .or_else(|| body.strip_suffix('\n'))
         .unwrap_or(body)
+}
+
+/// Whether the file's first line ends in `\r\n`: it was saved with Windows line ends.
+fn crlf_file(text: &str) -> bool {
+    text.find('\n')
+        .is_some_and(|end| text[..end].ends_with('\r'))
 }
 
 /// `created` and `updated` in the store's form. One alone stands for both.
