@@ -203,6 +203,15 @@ async fn past_max_sessions_initialize_gets_503_and_open_sessions_go_on() {
     assert!(first.initialize().await.status.is_success());
     assert!(second.initialize().await.status.is_success());
     assert_eq!(third.initialize().await.status, 503);
+    // A field the gate does not read, of a type it did not expect, is still an initialize.
+    let odd = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "name": 0,
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "pkb-tests", "version": "1"}
+    }});
+    let answer = RawHttp::send(third.post_builder(&odd)).await;
+    assert_eq!(answer.status, 503, "{answer:?}");
     for open in [&first, &second] {
         let answer = open.call("fetch", json!({"id": "todo"})).await;
         assert_eq!(answer.result()["structuredContent"]["note"]["id"], "todo");

@@ -99,7 +99,9 @@ impl Drop for InFlightGuard {
 }
 
 /// The little of a JSON-RPC message the gate reads: which method, which tool. Strings are
-/// owned, so that escapes (`"writ\u0065"`) decode here exactly as rmcp decodes them.
+/// owned, so that escapes (`"writ\u0065"`) decode here exactly as rmcp decodes them. Fields
+/// the gate only looks into are any JSON: a message whose `params.name` is no string (which
+/// rmcp's `initialize` ignores) must still be seen as the `initialize` it is.
 #[derive(Deserialize)]
 struct Peek {
     method: Option<String>,
@@ -109,15 +111,24 @@ struct Peek {
 
 #[derive(Deserialize)]
 struct PeekParams {
-    name: Option<String>,
+    name: Option<serde_json::Value>,
     #[serde(rename = "_meta")]
-    meta: Option<PeekMeta>,
+    meta: Option<serde_json::Value>,
 }
 
-#[derive(Deserialize)]
-struct PeekMeta {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
-    protocol_version: Option<String>,
+impl PeekParams {
+    /// The tool named, for `tools/call`.
+    fn name(&self) -> Option<&str> {
+        self.name.as_ref()?.as_str()
+    }
+
+    /// The revision a request of the stateless revision names in its `_meta`.
+    fn protocol_version(&self) -> Option<&str> {
+        self.meta
+            .as_ref()?
+            .get("io.modelcontextprotocol/protocolVersion")?
+            .as_str()
+    }
 }
 
 impl Peek {
@@ -126,11 +137,7 @@ impl Peek {
     /// read the others' params before finding the method gone.
     fn removed_by_stateless_revision(&self) -> Option<&str> {
         let method = self.method.as_deref()?;
-        let version = self
-            .params
-            .as_ref()
-            .and_then(|p| p.meta.as_ref())
-            .and_then(|m| m.protocol_version.as_deref());
+        let version = self.params.as_ref().and_then(PeekParams::protocol_version);
         crate::framework::server::removed_by_stateless_revision(method, version).then_some(method)
     }
 }
@@ -284,7 +291,7 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             let name = peek
                 .as_ref()
                 .and_then(|p| p.params.as_ref())
-                .and_then(|p| p.name.as_deref());
+                .and_then(PeekParams::name);
             let params = name.map(|name| serde_json::json!({ "name": name }));
             let access: Access = gate.registry.required_access(rpc_method, params.as_ref());
             if !principal.scopes.allows(access)
