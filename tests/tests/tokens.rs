@@ -215,6 +215,51 @@ async fn a_revoked_token_s_sessions_end_with_their_event_streams() {
 }
 
 #[tokio::test]
+async fn a_revoked_token_s_stateless_listen_streams_end() {
+    let (_dir, path, alice, _bob, _reader) = data_dir_with_tokens();
+    let server = HttpServerProcess::start(&["--auth", "tokens", "--data-dir", &path]).await;
+    let raw = RawHttp::new(&server.url, Some(&alice));
+    let listen = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
+        },
+        "notifications": {"resourcesListChanged": true, "resourceSubscriptions": ["pkb://notes"]}
+    }});
+    let mut stream = raw
+        .post_builder(&listen)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .send()
+        .await
+        .unwrap();
+    if !stream.status().is_success() {
+        panic!("{:?}: {}", stream.status(), stream.text().await.unwrap());
+    }
+    assert!(
+        stream.headers().get("mcp-session-id").is_none(),
+        "no session"
+    );
+    let (status, _, _) = run_command(&["--data-dir", &path, "token", "revoke", "alice"]);
+    assert!(status.success());
+    let revoked = Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Ok(Some(_)) = stream.chunk().await {}
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the listen stream still open 5 s after the revocation"
+    );
+    assert!(
+        revoked.elapsed() < Duration::from_secs(2),
+        "ended {:?} after the revocation",
+        revoked.elapsed()
+    );
+}
+
+#[tokio::test]
 async fn users_never_see_each_others_notes() {
     users_never_see_each_others_notes_in(&[]).await;
 }

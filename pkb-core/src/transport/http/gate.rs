@@ -20,6 +20,7 @@ use serde::Deserialize;
 use tokio::sync::Notify;
 
 use super::direct_calls::{self, DirectCall};
+use super::stateless_streams::StatelessStreams;
 use crate::Registry;
 use crate::auth::{Authenticator, Principal, Scopes, User};
 use crate::framework::access::Access;
@@ -49,6 +50,8 @@ pub struct Gate {
     pub(super) idle_timeout: Duration,
     pub(super) in_flight: Arc<InFlight>,
     pub(super) draining: AtomicBool,
+    /// Event streams answered outside any session, ended by the sweep with their tokens.
+    pub(super) streams: Arc<StatelessStreams>,
 }
 
 /// The user of a session, and when its client last spoke.
@@ -354,6 +357,15 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
     } else {
         (next.run(request).await, None)
     };
+    // A stream outside any session (`subscriptions/listen`) carries the user's note changes
+    // until its client closes it: it must end with its token, as a session does.
+    if !response.headers().contains_key(SESSION_HEADER)
+        && session.is_none()
+        && let Some(token) = &token
+        && is_event_stream(&response)
+    {
+        response = gate.streams.track(response, Arc::clone(token));
+    }
     if let Some(issued) = response
         .headers()
         .get(SESSION_HEADER)
@@ -388,6 +400,13 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         Some(guard) => tracked(response, guard),
         None => response,
     }
+}
+
+fn is_event_stream(response: &Response) -> bool {
+    response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
 }
 
 /// `response`, counted as in flight until its body is sent or dropped.
@@ -460,6 +479,12 @@ impl Gate {
             if self.auth.authenticate(&token).await.is_none() {
                 tracing::debug!(session = %id, "ending a session whose token was revoked or expired");
                 ending.push(id);
+            }
+        }
+        for (stream, token) in self.streams.tokens() {
+            if self.auth.authenticate(&token).await.is_none() {
+                tracing::debug!(stream, "ending a stream whose token was revoked or expired");
+                self.streams.end(stream);
             }
         }
         for id in ending {
@@ -565,6 +590,7 @@ mod tests {
             idle_timeout: Duration::from_secs(60),
             in_flight: Arc::default(),
             draining: AtomicBool::new(false),
+            streams: Arc::default(),
         }
     }
 

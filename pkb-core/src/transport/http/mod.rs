@@ -9,6 +9,7 @@ mod direct_calls;
 mod gate;
 mod listener;
 mod origin;
+mod stateless_streams;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -199,6 +200,7 @@ impl HttpServer {
             idle_timeout: settings.session_idle_timeout,
             in_flight: Arc::default(),
             draining: AtomicBool::new(false),
+            streams: Arc::default(),
         });
 
         let mcp = Router::new().route_service(MCP_PATH, service).layer(
