@@ -195,17 +195,22 @@ async fn a_revoked_token_s_sessions_end_with_their_event_streams() {
     assert!(raw.initialize().await.status.is_success());
     let mut stream = raw.event_stream().await;
     assert!(stream.status().is_success(), "{stream:?}");
-    let (status, _, _) = run_command(&["--data-dir", &path, "token", "revoke", "alice"]);
+    // The stream carried the user's note changes; it ends rather than outlive the token.
+    ends_soon_after_revoking(&path, "alice", &mut stream).await;
+}
+
+/// Revokes `user`'s token and sees `stream` end within two seconds.
+async fn ends_soon_after_revoking(path: &str, user: &str, stream: &mut reqwest::Response) {
+    let (status, _, _) = run_command(&["--data-dir", path, "token", "revoke", user]);
     assert!(status.success());
     let revoked = Instant::now();
-    // The stream carried the user's note changes; it ends rather than outlive the token.
     let ended = tokio::time::timeout(Duration::from_secs(5), async {
         while let Ok(Some(_)) = stream.chunk().await {}
     })
     .await;
     assert!(
         ended.is_ok(),
-        "the event stream still open 5 s after the revocation"
+        "the stream still open 5 s after the revocation"
     );
     assert!(
         revoked.elapsed() < Duration::from_secs(2),
@@ -241,22 +246,7 @@ async fn a_revoked_token_s_stateless_listen_streams_end() {
         stream.headers().get("mcp-session-id").is_none(),
         "no session"
     );
-    let (status, _, _) = run_command(&["--data-dir", &path, "token", "revoke", "alice"]);
-    assert!(status.success());
-    let revoked = Instant::now();
-    let ended = tokio::time::timeout(Duration::from_secs(5), async {
-        while let Ok(Some(_)) = stream.chunk().await {}
-    })
-    .await;
-    assert!(
-        ended.is_ok(),
-        "the listen stream still open 5 s after the revocation"
-    );
-    assert!(
-        revoked.elapsed() < Duration::from_secs(2),
-        "ended {:?} after the revocation",
-        revoked.elapsed()
-    );
+    ends_soon_after_revoking(&path, "alice", &mut stream).await;
 }
 
 #[tokio::test]
