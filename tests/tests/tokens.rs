@@ -389,6 +389,23 @@ async fn users_never_see_each_others_notes_in(store_args: &[&str]) {
         .call("fetch", json!({"id": "secret-plan"}))
         .await;
     assert_eq!(answer.status, 404, "{answer:?}");
+    let mut bob_in_no_session = bob_in_alice_session.with_token(Some(&bob));
+    bob_in_no_session.session = Some("no-such-session".into());
+    let unknown = bob_in_no_session
+        .call("fetch", json!({"id": "secret-plan"}))
+        .await;
+    let seen = |a: &support::RawAnswer| {
+        (
+            a.status,
+            a.headers.get("content-type").cloned(),
+            a.body.clone(),
+        )
+    };
+    assert_eq!(
+        seen(&answer),
+        seen(&unknown),
+        "another user's session reads as none at all"
+    );
     let mut bob_raw = RawHttp::new(&server.url, Some(&bob));
     bob_raw.initialize().await;
     let answer = bob_raw

@@ -221,9 +221,8 @@ fn shutting_down() -> Response {
         .into_response()
 }
 
-fn not_found() -> Response {
-    (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
-}
+/// A session id rmcp never issues (its ids are UUIDs).
+const NEVER_ISSUED_SESSION: &str = "pkb-never-issued";
 
 /// The gate in front of `/mcp`.
 pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
@@ -241,22 +240,32 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
     // printing the request) gets to see it, or to pass it on.
     parts.headers.remove(AUTHORIZATION);
     let user = principal.as_ref().map(|p| p.user.clone());
-    let session = parts
+    let mut session = parts
         .headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let mut session_calls = None;
+    let mut foreign = false;
     if let Some(session) = &session
         && let Some(owner) = lock(&gate.owners).get_mut(session)
     {
-        if owner.user != user {
-            // Another user's session is, to this user, no session at all.
-            return not_found();
+        if owner.user == user {
+            owner.last_seen = Instant::now();
+            owner.token.clone_from(&token);
+            session_calls.clone_from(&owner.calls);
+        } else {
+            foreign = true;
         }
-        owner.last_seen = Instant::now();
-        owner.token.clone_from(&token);
-        session_calls.clone_from(&owner.calls);
+    }
+    if foreign {
+        // Another user's session is, to this user, no session at all: the request goes on
+        // naming one that was never issued, and is answered exactly as for any unknown id.
+        parts.headers.insert(
+            SESSION_HEADER,
+            HeaderValue::from_static(NEVER_ISSUED_SESSION),
+        );
+        session = Some(NEVER_ISSUED_SESSION.to_owned());
     }
     let method = parts.method.clone();
     // Held until the session it opens is among the owners (or it opened none).
