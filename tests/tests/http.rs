@@ -219,6 +219,12 @@ async fn past_max_sessions_initialize_gets_503_and_open_sessions_go_on() {
 }
 
 #[tokio::test]
+async fn a_body_that_is_not_json_gets_a_parse_error_and_the_server_goes_on() {
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    support::refuses_a_body_that_is_not_json(&mut RawHttp::new(&server.url, None)).await;
+}
+
+#[tokio::test]
 async fn idle_sessions_end() {
     let server = HttpServerProcess::start(&["--memory", "--session-idle-timeout", "1"]).await;
     let mut raw = RawHttp::new(&server.url, None);

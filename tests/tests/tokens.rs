@@ -159,6 +159,13 @@ async fn a_read_only_token_reads_and_every_write_gets_403() {
 }
 
 #[tokio::test]
+async fn a_body_that_is_not_json_gets_a_parse_error_with_authorization_on() {
+    let (_dir, path, alice, _bob, _reader) = data_dir_with_tokens();
+    let server = HttpServerProcess::start(&["--auth", "tokens", "--data-dir", &path]).await;
+    support::refuses_a_body_that_is_not_json(&mut RawHttp::new(&server.url, Some(&alice))).await;
+}
+
+#[tokio::test]
 async fn a_revoked_token_fails_within_a_second_in_a_running_server() {
     let (_dir, path, alice, _bob, _reader) = data_dir_with_tokens();
     let server = HttpServerProcess::start(&["--auth", "tokens", "--data-dir", &path]).await;

@@ -744,6 +744,19 @@ impl RawHttp {
     }
 }
 
+/// Sends `raw`'s server a body that is not JSON: 400 with a -32700 error (id null), as on
+/// stdio, and the server goes on.
+pub async fn refuses_a_body_that_is_not_json(raw: &mut RawHttp) {
+    let garbage = raw
+        .post_builder(&Value::Null)
+        .body("{\"jsonrpc\": \"2.0\", oops");
+    let answer = RawHttp::send(garbage).await;
+    assert_eq!(answer.status, 400, "{answer:?}");
+    assert_eq!(answer.error_code(), -32700, "{answer:?}");
+    assert_eq!(answer.message.as_ref().unwrap()["id"], Value::Null);
+    assert!(raw.initialize().await.status.is_success());
+}
+
 /// Runs `pkb-server ARGS` to the end; (status, stdout, stderr).
 pub fn run_command(args: &[&str]) -> (std::process::ExitStatus, String, String) {
     let output = std::process::Command::new(server_binary())

@@ -221,6 +221,16 @@ fn shutting_down() -> Response {
         .into_response()
 }
 
+/// A body that is not JSON, answered as on stdio (-32700, id null) with 400.
+fn parse_error() -> Response {
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32700, "message": "Parse error: the body is not JSON"},
+    });
+    (StatusCode::BAD_REQUEST, axum::Json(error)).into_response()
+}
+
 /// A session id rmcp never issues (its ids are UUIDs).
 const NEVER_ISSUED_SESSION: &str = "pkb-never-issued";
 
@@ -275,6 +285,9 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             Ok(bytes) => bytes,
             Err(refused) => return refused,
         };
+        if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err() {
+            return parse_error();
+        }
         let peek = match serde_json::from_slice::<Peek>(&bytes) {
             Ok(peek) => Some(peek),
             // A body the gate cannot read is one whose scope it cannot tell: with
