@@ -334,6 +334,35 @@ fn round_trip(first: &str, second: &str) {
     }
 }
 
+#[cfg(unix)]
+#[test]
+fn export_replaces_links_planted_at_its_names_without_following_them() {
+    let (_store_dir, db) = support::temp_store();
+    let (status, _, stderr) = run_command(&["--db", &db, "call", "echo", r#"{"text": "x"}"#]);
+    assert!(status.success(), "{stderr}");
+    let out = tempfile::tempdir().unwrap();
+    let victim = out.path().join("victim.txt");
+    fs::write(&victim, "untouched").unwrap();
+    for name in [".todo.md.partial", "todo.md"] {
+        std::os::unix::fs::symlink(&victim, out.path().join(name)).unwrap();
+    }
+    let (status, _, stderr) = run_command(&["--db", &db, "export", out.path().to_str().unwrap()]);
+    assert!(status.success(), "{stderr}");
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "untouched");
+    let todo = out.path().join("todo.md");
+    assert!(
+        !fs::symlink_metadata(&todo)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(
+        fs::read_to_string(&todo)
+            .unwrap()
+            .starts_with("---\nid: todo\n")
+    );
+}
+
 #[test]
 fn export_needs_an_existing_store() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,7 @@
 //! `export`: every note of a store as `<id>.md`, front matter first.
 
+use std::fs::OpenOptions;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::NOTE_EXTENSION;
@@ -37,8 +39,9 @@ pub enum ExportError {
 /// the same name): YAML front matter with `id`, `title`, `tags`, `created` and `updated`,
 /// then the body and a final line end. `progress` is told `(notes written, notes in all)`.
 ///
-/// Each file is written under a hidden temporary name and renamed into place, so a file
-/// is never half-written and a symbolic link planted at `<id>.md` is replaced, not followed.
+/// Each file is written under a hidden temporary name (made new, so that a symbolic link
+/// planted there is not followed) and renamed into place, so a file is never half-written
+/// and a link planted at `<id>.md` is replaced, not followed.
 pub async fn export_dir(
     store: &Store,
     dir: &Path,
@@ -85,10 +88,24 @@ fn write_notes(dir: &Path, notes: &[Note]) -> Result<usize, ExportError> {
         };
         let text = note_text(note).map_err(|error| write_error(&error))?;
         let temporary = dir.join(format!(".{}.{NOTE_EXTENSION}.partial", note.id));
-        std::fs::write(&temporary, text).map_err(|error| write_error(&error))?;
+        write_new(&temporary, text.as_bytes()).map_err(|error| write_error(&error))?;
         std::fs::rename(&temporary, &path).map_err(|error| write_error(&error))?;
     }
     Ok(notes.len())
+}
+
+/// Writes `bytes` to a new file at `path`, in place of whatever was there (a file an
+/// interrupted export left, or a link, which is removed rather than followed).
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let create = || OpenOptions::new().write(true).create_new(true).open(path);
+    let mut file = match create() {
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(path)?;
+            create()?
+        }
+        opened => opened?,
+    };
+    file.write_all(bytes)
 }
 
 /// The Markdown file of one note.
