@@ -139,12 +139,15 @@ pub fn now_rfc3339() -> String {
 }
 
 /// A date and time as a store keeps it (RFC 3339, UTC, milliseconds), from what a person or
-/// another tool wrote: RFC 3339 with any offset, `YYYY-MM-DD HH:MM[:SS]` (taken as UTC), or a
-/// date alone (midnight UTC). `None` when the text is none of these.
+/// another tool wrote: RFC 3339 with any offset, `YYYY-MM-DD HH:MM[:SS]` or
+/// `YYYY-MM-DDTHH:MM[:SS]` with no offset (taken as UTC), or a date alone (midnight UTC).
+/// `None` when the text is none of these.
 ///
 /// ```
 /// use pkb_core::note::canonical_timestamp;
 /// assert_eq!(canonical_timestamp("2024-03-01T10:00:00+01:00").as_deref(), Some("2024-03-01T09:00:00.000Z"));
+/// assert_eq!(canonical_timestamp("2024-03-01T09:30:00").as_deref(), Some("2024-03-01T09:30:00.000Z"));
+/// assert_eq!(canonical_timestamp("2024-03-01 09:30").as_deref(), Some("2024-03-01T09:30:00.000Z"));
 /// assert_eq!(canonical_timestamp("2024-03-01").as_deref(), Some("2024-03-01T00:00:00.000Z"));
 /// assert_eq!(canonical_timestamp("yesterday"), None);
 /// ```
@@ -155,9 +158,14 @@ pub fn canonical_timestamp(text: &str) -> Option<String> {
     if let Ok(t) = time::OffsetDateTime::parse(text, &Rfc3339) {
         return Some(format_rfc3339(t.to_offset(time::UtcOffset::UTC)));
     }
-    let with_seconds = format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
-    let with_minutes = format_description!("[year]-[month]-[day] [hour]:[minute]");
-    for form in [with_seconds, with_minutes] {
+    let forms = [
+        format_description!("[year]-[month]-[day] [hour]:[minute]:[second]"),
+        format_description!("[year]-[month]-[day] [hour]:[minute]"),
+        // As editors' templates write a local time: RFC 3339 without its offset.
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]"),
+        format_description!("[year]-[month]-[day]T[hour]:[minute]"),
+    ];
+    for form in forms {
         if let Ok(t) = time::PrimitiveDateTime::parse(text, form) {
             return Some(format_rfc3339(t.assume_utc()));
         }

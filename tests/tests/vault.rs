@@ -110,10 +110,11 @@ fn a_vault_comes_in_by_the_rules_of_write() {
         format!("---\ntitle: Long tag\ntags: [{long_tag}]\n---\n").as_bytes(),
     );
     // Another tool's `id` (a Zettelkasten number) is not PKB's: the id comes from the title.
+    // Its date, as editors' templates write one, has no offset: UTC.
     write(
         v,
         "zettel.md",
-        b"---\nid: 202301011230\ntitle: Zettel note\ncreated: 2023-01-01\n---\nz\n",
+        b"---\nid: 202301011230\ntitle: Zettel note\ncreated: 2023-01-01T12:30:00\n---\nz\n",
     );
     #[cfg(unix)]
     {
@@ -199,6 +200,11 @@ fn a_vault_comes_in_by_the_rules_of_write() {
     assert_eq!(note(&notes, "windows-note").body, "line one\r\nline two");
     assert_eq!(note(&notes, "with-a-bom").title, "With a BOM");
     assert_eq!(note(&notes, "inner-note").body, "");
+    let zettel = note(&notes, "zettel-note");
+    assert_eq!(
+        (&zettel.created_at[..], &zettel.updated_at[..]),
+        ("2023-01-01T12:30:00.000Z", "2023-01-01T12:30:00.000Z")
+    );
 }
 
 #[test]
