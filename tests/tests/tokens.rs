@@ -228,9 +228,17 @@ async fn ends_soon_after_revoking(path: &str, user: &str, stream: &mut reqwest::
 
 #[tokio::test]
 async fn a_revoked_token_s_stateless_listen_streams_end() {
+    for session in [None, Some("made-up")] {
+        a_revoked_token_s_stateless_listen_stream_ends(session).await;
+    }
+}
+
+/// A listen stream opened with a token (and `session` as its session header, which the
+/// stateless revision does not read) ends once the token is revoked.
+async fn a_revoked_token_s_stateless_listen_stream_ends(session: Option<&str>) {
     let (_dir, path, alice, _bob, _reader) = data_dir_with_tokens();
     let server = HttpServerProcess::start(&["--auth", "tokens", "--data-dir", &path]).await;
-    let raw = RawHttp::new(&server.url, Some(&alice));
+
     let listen = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {
         "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -239,19 +247,24 @@ async fn a_revoked_token_s_stateless_listen_streams_end() {
         },
         "notifications": {"resourcesListChanged": true, "resourceSubscriptions": ["pkb://notes"]}
     }});
-    let mut stream = raw
-        .post_builder(&listen)
+    let mut request = support::http_client()
+        .post(&server.url)
+        .bearer_auth(&alice)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "subscriptions/listen")
-        .send()
-        .await
-        .unwrap();
+        .body(listen.to_string());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    let mut stream = request.send().await.unwrap();
     if !stream.status().is_success() {
         panic!("{:?}: {}", stream.status(), stream.text().await.unwrap());
     }
     assert!(
         stream.headers().get("mcp-session-id").is_none(),
-        "no session"
+        "no session issued"
     );
     ends_soon_after_revoking(&path, "alice", &mut stream).await;
 }

@@ -380,9 +380,11 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         (next.run(request).await, None)
     };
     // A stream outside any session (`subscriptions/listen`) carries the user's note changes
-    // until its client closes it: it must end with its token, as a session does.
+    // until its client closes it: it must end with its token, as a session does. A session
+    // header does not make a request of the stateless revision part of that session (rmcp
+    // does not look at it there), so every event stream is kept with its token; those of a
+    // session would end with it anyway.
     if !response.headers().contains_key(SESSION_HEADER)
-        && session.is_none()
         && let Some(token) = &token
         && is_event_stream(&response)
     {
