@@ -50,7 +50,7 @@ pub struct Gate {
     pub(super) idle_timeout: Duration,
     pub(super) in_flight: Arc<InFlight>,
     pub(super) draining: AtomicBool,
-    /// Event streams answered outside any session, ended by the sweep with their tokens.
+    /// Event streams answered with a token, ended by the sweep once it fails.
     pub(super) streams: Arc<StatelessStreams>,
 }
 

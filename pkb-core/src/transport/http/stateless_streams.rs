@@ -1,7 +1,9 @@
 //! Event streams answered outside any session: the 2026-07-28 revision's
 //! `subscriptions/listen`, which carries the user's note changes for as long as the client
 //! keeps it open. Each is kept with the token that opened it, so that the gate's sweep ends
-//! it once that token is revoked or expires, as it ends a session's.
+//! it once that token is revoked or expires, as it ends a session's. The gate keeps every
+//! event stream it answers with a token here, since a session header does not tie a request
+//! of that revision to the session; a session's own streams end with it anyway.
 
 use std::collections::HashMap;
 use std::pin::Pin;
