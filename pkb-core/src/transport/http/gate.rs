@@ -285,11 +285,17 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             Ok(bytes) => bytes,
             Err(refused) => return refused,
         };
-        if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err() {
-            return parse_error();
-        }
         let peek = match serde_json::from_slice::<Peek>(&bytes) {
             Ok(peek) => Some(peek),
+            // Read again only when the peek failed on JSON's meaning, not its syntax: a body
+            // is parsed once on the way to rmcp.
+            Err(error)
+                if error.is_syntax()
+                    || error.is_eof()
+                    || serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err() =>
+            {
+                return parse_error();
+            }
             // A body the gate cannot read is one whose scope it cannot tell: with
             // authorization on, it goes no further.
             Err(_) if principal.is_some() => {
@@ -435,11 +441,12 @@ fn is_event_stream(response: &Response) -> bool {
 
 /// `response`, counted as in flight until its body is sent or dropped.
 fn tracked(response: Response, guard: InFlightGuard) -> Response {
+    // The body holds the guard: it is dropped with the body, sent or not.
     response.map(|body| {
-        Body::new(TrackedBody {
-            body,
-            _guard: guard,
-        })
+        Body::new(body.map_frame(move |frame| {
+            let _held = &guard;
+            frame
+        }))
     })
 }
 
@@ -569,32 +576,6 @@ async fn read_body(body: Body) -> Result<bytes::Bytes, Response> {
         )
             .into_response()),
         Ok(Ok(collected)) => Ok(collected.to_bytes()),
-    }
-}
-
-/// A response body that counts as in flight until it is sent or dropped.
-struct TrackedBody {
-    body: Body,
-    _guard: InFlightGuard,
-}
-
-impl http_body::Body for TrackedBody {
-    type Data = bytes::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        std::pin::Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
     }
 }
 
