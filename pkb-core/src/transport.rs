@@ -257,15 +257,14 @@ where
                 }
                 Err(value) => value,
             };
-            let id = invalid_answer_id(&value);
-            // Only a well-formed request can have bad params; a bad envelope around a known
-            // method is still an invalid request.
-            let known_method = valid_envelope(&value)
-                && value
-                    .get("method")
-                    .and_then(Value::as_str)
-                    .is_some_and(|m| crate::framework::server::KNOWN_METHODS.contains(&m));
-            match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {
+            let unreadable = unreadable_message_answer(&value);
+            let cursor_error = unreadable_cursor(&value);
+            let message = match cursor_error {
+                Some(error) => Err(error),
+                None => serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value)
+                    .map_err(|error| error.to_string()),
+            };
+            match message {
                 Ok(message) => {
                     if let JsonRpcMessage::Request(request) = &message {
                         self.in_flight.hold_for(request.id.clone());
@@ -280,25 +279,13 @@ where
                     }
                     return Some(message);
                 }
-                Err(error) => {
-                    if let Some(id) = id {
-                        let (code, message) = if known_method {
-                            (-32602, "invalid params")
-                        } else {
-                            (-32600, "invalid request")
-                        };
-                        let permit = self.in_flight.take();
-                        answer_error(
-                            &self.writer,
-                            id,
-                            code,
-                            format!("{message}: {error}"),
-                            permit,
-                        );
-                    } else {
-                        tracing::debug!(%error, "ignored an invalid message without an id");
+                Err(error) => match unreadable {
+                    Some((id, code, kind)) => {
+                        let message = format!("{kind}: {error}");
+                        answer_error(&self.writer, id, code, message, self.in_flight.take());
                     }
-                }
+                    None => tracing::debug!(%error, "ignored an invalid message without an id"),
+                },
             }
         }
     }
@@ -443,6 +430,31 @@ fn cancelled_request_id(message: &RxJsonRpcMessage<RoleServer>) -> Option<Reques
 
 /// Whether `value` has JSON-RPC 2.0's request envelope: `"jsonrpc": "2.0"`, and an id, if
 /// any, that rmcp can hold (see [`answerable_id`]).
+/// How a message rmcp cannot read is answered, on either transport: `(id, code, kind)`, the
+/// error's message being `kind: why`; `None` for a notification or a response, which get no
+/// answer. Only a well-formed request can have bad params (-32602); a bad envelope, even
+/// around a known method, is an invalid request (-32600).
+pub(crate) fn unreadable_message_answer(value: &Value) -> Option<(Value, i64, &'static str)> {
+    let id = invalid_answer_id(value)?;
+    let known_method = valid_envelope(value)
+        && value
+            .get("method")
+            .and_then(Value::as_str)
+            .is_some_and(|m| crate::framework::server::KNOWN_METHODS.contains(&m));
+    Some(if known_method {
+        (id, -32602, "invalid params")
+    } else {
+        (id, -32600, "invalid request")
+    })
+}
+
+/// What is wrong with the cursor of a page request in `value`, which rmcp would read as none.
+fn unreadable_cursor(value: &Value) -> Option<String> {
+    let method = value.get("method")?.as_str()?;
+    let cursor = value.get("params").and_then(|p| p.get("cursor"));
+    crate::framework::server::unreadable_cursor(method, cursor)
+}
+
 fn valid_envelope(value: &Value) -> bool {
     value.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
         && value.get("id").is_none_or(|id| answerable_id(id).is_some())

@@ -175,16 +175,8 @@ async fn a_deleted_or_unknown_session_gets_404() {
             .status
             .is_success()
     );
-    let deleted = raw
-        .client
-        .delete(&server.url)
-        .header("mcp-session-id", raw.session.clone().unwrap())
-        .header("mcp-protocol-version", "2025-11-25")
-        .send()
-        .await
-        .unwrap();
     // 204: an ended session, as the official SDKs expect (rmcp's own answer is 202).
-    assert_eq!(deleted.status(), 204);
+    assert_eq!(raw.end_session().await, 204);
     assert_eq!(raw.call("fetch", json!({"id": "todo"})).await.status, 404);
     let mut unknown = raw.clone();
     unknown.session = Some("no-such-session".into());
@@ -192,6 +184,9 @@ async fn a_deleted_or_unknown_session_gets_404() {
         unknown.call("fetch", json!({"id": "todo"})).await.status,
         404
     );
+    // Ending a session that ended, or never was, finds none either.
+    assert_eq!(raw.end_session().await, 404);
+    assert_eq!(unknown.end_session().await, 404);
 }
 
 #[tokio::test]
@@ -222,6 +217,12 @@ async fn past_max_sessions_initialize_gets_503_and_open_sessions_go_on() {
 async fn a_body_that_is_not_json_gets_a_parse_error_and_the_server_goes_on() {
     let server = HttpServerProcess::start(&["--memory"]).await;
     support::refuses_a_body_that_is_not_json(&mut RawHttp::new(&server.url, None)).await;
+}
+
+#[tokio::test]
+async fn json_that_is_no_readable_message_is_answered_as_on_stdio() {
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    support::answers_unreadable_messages_as_on_stdio(&mut RawHttp::new(&server.url, None)).await;
 }
 
 #[tokio::test]

@@ -215,6 +215,18 @@ fn bad_lines_get_errors_and_the_server_keeps_serving() {
         (json!(51), json!(-32602)),
         "{answer}"
     );
+    // rmcp would read a cursor that is no string as none, and answer with the first page.
+    for (id, cursor) in [(54, json!(123)), (55, json!([])), (56, json!({"a": 1}))] {
+        server.send(
+            json!({"jsonrpc": "2.0", "id": id, "method": "resources/list", "params": {"cursor": cursor}}),
+        );
+        let answer = server.receive();
+        assert_eq!(
+            (answer["id"].clone(), answer["error"]["code"].clone()),
+            (json!(id), json!(-32602)),
+            "{answer}"
+        );
+    }
     server.send(json!([1, 2, 3]));
     assert_eq!(server.receive()["error"]["code"], -32600);
     // A known method in a bad envelope is an invalid request, not bad params.

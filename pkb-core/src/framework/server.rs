@@ -20,7 +20,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{Peer, RoleServer, ServerHandler};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::app::App;
 use super::changes::{ChangeHub, ChangeKind};
@@ -364,6 +364,30 @@ pub(crate) fn removed_by_stateless_revision(method: &str, version: Option<&str>)
     // Revisions are dates, so text order is their order.
     REMOVED_BY_STATELESS_REVISION.contains(&method)
         && version.is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// The methods whose params are a page request (`cursor`).
+const PAGED_METHODS: &[&str] = &[
+    "tools/list",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/list",
+];
+
+/// What is wrong with a page request's `cursor`, when it is neither a string nor null. rmcp
+/// reads these params as an optional flattened struct, where a cursor of another type makes
+/// them read as absent (a first page) instead of failing; both transports ask this first.
+pub(crate) fn unreadable_cursor(method: &str, cursor: Option<&Value>) -> Option<String> {
+    let kind = match cursor? {
+        Value::String(_) | Value::Null => return None,
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    PAGED_METHODS
+        .contains(&method)
+        .then(|| format!("cursor: expected a string, found {kind}"))
 }
 
 /// The MCP methods this server answers. A known method whose params fail to parse gets

@@ -642,29 +642,36 @@ impl RawHttp {
 
     /// Opens the session's event stream (a GET of `/mcp`) with this client's token.
     pub async fn event_stream(&self) -> reqwest::Response {
-        let mut request = self
+        assert!(self.session.is_some(), "a session");
+        let request = self
             .client
             .get(&self.url)
-            .header("accept", "text/event-stream")
-            .header(
-                "mcp-session-id",
-                self.session.as_deref().expect("a session"),
-            )
-            .header("mcp-protocol-version", "2025-11-25");
-        if let Some(token) = &self.token {
-            request = request.bearer_auth(token);
-        }
-        request.send().await.expect("the GET is answered")
+            .header("accept", "text/event-stream");
+        self.with_credentials(request)
+            .send()
+            .await
+            .expect("the GET is answered")
+    }
+
+    /// Ends the session it names (DELETE); the status.
+    pub async fn end_session(&self) -> reqwest::StatusCode {
+        let request = self.with_credentials(self.client.delete(&self.url));
+        request.send().await.unwrap().status()
     }
 
     /// A POST of `body` with this client's token and session.
     pub fn post_builder(&self, body: &Value) -> reqwest::RequestBuilder {
-        let mut request = self
+        let request = self
             .client
             .post(&self.url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .body(body.to_string());
+        self.with_credentials(request)
+    }
+
+    /// `request` with the token and the session, when there are.
+    fn with_credentials(&self, mut request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
@@ -755,6 +762,46 @@ pub async fn refuses_a_body_that_is_not_json(raw: &mut RawHttp) {
     assert_eq!(answer.error_code(), -32700, "{answer:?}");
     assert_eq!(answer.message.as_ref().unwrap()["id"], Value::Null);
     assert!(raw.initialize().await.status.is_success());
+}
+
+/// Sends `raw`'s server JSON that is no message it can read, after initializing: each gets
+/// the JSON-RPC error stdio gives (a known method's bad params -32602 with 200, so the client
+/// matches it to its call; anything else -32600 with 400), and the server goes on.
+pub async fn answers_unreadable_messages_as_on_stdio(raw: &mut RawHttp) {
+    assert!(raw.initialize().await.status.is_success());
+    let bad_params = [
+        serde_json::json!({"arguments": {}}),
+        serde_json::json!([1, 2]),
+        serde_json::json!("tools"),
+    ];
+    for (n, params) in bad_params.into_iter().enumerate() {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 30 + n, "method": "tools/call", "params": params});
+        let answer = RawHttp::send(raw.post_builder(&body)).await;
+        assert_eq!(answer.status, 200, "{body} -> {answer:?}");
+        assert_eq!(answer.error_code(), -32602, "{body} -> {answer:?}");
+        assert_eq!(answer.message.as_ref().unwrap()["id"], 30 + n, "{answer:?}");
+    }
+    // rmcp would read a cursor that is no string as none, and answer with the first page.
+    for cursor in [serde_json::json!(123), serde_json::json!([])] {
+        let answer = raw
+            .request("resources/list", serde_json::json!({"cursor": cursor}))
+            .await;
+        assert_eq!(answer.error_code(), -32602, "{cursor} -> {answer:?}");
+    }
+    let first_page = raw
+        .request("resources/list", serde_json::json!({"cursor": null}))
+        .await;
+    assert!(
+        first_page.result()["resources"].is_array(),
+        "{first_page:?}"
+    );
+    let no_method = serde_json::json!({"jsonrpc": "2.0", "id": 40});
+    let answer = RawHttp::send(raw.post_builder(&no_method)).await;
+    assert_eq!(answer.status, 400, "{answer:?}");
+    assert_eq!(answer.error_code(), -32600, "{answer:?}");
+    assert_eq!(answer.message.as_ref().unwrap()["id"], 40, "{answer:?}");
+    let fetched = raw.call("fetch", serde_json::json!({"id": "todo"})).await;
+    assert_eq!(fetched.result()["structuredContent"]["note"]["id"], "todo");
 }
 
 /// Runs `pkb-server ARGS` to the end; (status, stdout, stderr).

@@ -21,6 +21,7 @@ use tokio::sync::Notify;
 
 use super::direct_calls::{self, DirectCall};
 use super::stateless_streams::StatelessStreams;
+use super::unreadable;
 use crate::Registry;
 use crate::auth::{Authenticator, Principal, Scopes, User};
 use crate::framework::access::Access;
@@ -115,6 +116,7 @@ struct Peek {
 #[derive(Deserialize)]
 struct PeekParams {
     name: Option<serde_json::Value>,
+    cursor: Option<serde_json::Value>,
     #[serde(rename = "_meta")]
     meta: Option<serde_json::Value>,
 }
@@ -221,16 +223,6 @@ fn shutting_down() -> Response {
         .into_response()
 }
 
-/// A body that is not JSON, answered as on stdio (-32700, id null) with 400.
-fn parse_error() -> Response {
-    let error = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": -32700, "message": "Parse error: the body is not JSON"},
-    });
-    (StatusCode::BAD_REQUEST, axum::Json(error)).into_response()
-}
-
 /// A session id rmcp never issues (its ids are UUIDs).
 const NEVER_ISSUED_SESSION: &str = "pkb-never-issued";
 
@@ -278,6 +270,9 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         session = Some(NEVER_ISSUED_SESSION.to_owned());
     }
     let method = parts.method.clone();
+    let sent_as_json = unreadable::is_json(&parts.headers);
+    // What a POST sent, should rmcp find it unreadable.
+    let mut sent = None;
     // Held until the session it opens is among the owners (or it opened none).
     let mut reservation = None;
     let mut request = if method == Method::POST {
@@ -294,16 +289,12 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
                     || error.is_eof()
                     || serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err() =>
             {
-                return parse_error();
+                return unreadable::parse_error("the body is not JSON");
             }
             // A body the gate cannot read is one whose scope it cannot tell: with
             // authorization on, it goes no further.
             Err(_) if principal.is_some() => {
-                return (
-                    StatusCode::BAD_REQUEST,
-                    "Bad Request: the body is not one JSON-RPC message",
-                )
-                    .into_response();
+                return unreadable::answer(&bytes, "the body is not one JSON-RPC message");
             }
             Err(_) => None,
         };
@@ -342,6 +333,15 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             });
             return (StatusCode::NOT_FOUND, axum::Json(error)).into_response();
         }
+        if let Some(peek) = &peek
+            && let Some(rpc_method) = rpc_method
+            && let Some(why) = crate::framework::server::unreadable_cursor(
+                rpc_method,
+                peek.params.as_ref().and_then(|p| p.cursor.as_ref()),
+            )
+        {
+            return unreadable::answer(&bytes, &why);
+        }
         if let Some(calls) = &session_calls
             && rpc_method == Some("tools/call")
             && let Some(call) = DirectCall::of(&parts, &bytes, calls)
@@ -364,6 +364,7 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
                 }
             }
         }
+        sent = Some(bytes.clone());
         Request::from_parts(parts, Body::from(bytes))
     } else {
         // The event stream of a session carries note changes: reading them is reading.
@@ -379,12 +380,28 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
     if let Some(principal) = principal {
         request.extensions_mut().insert(principal);
     }
+    // rmcp ends whatever session a DELETE names and answers 202 even when there is none;
+    // the contract answers an unknown, ended or another user's session with 404, as rmcp
+    // does for the other methods.
+    if method == Method::DELETE
+        && let Some(id) = &session
+        && !gate
+            .sessions
+            .has_session(&id.as_str().into())
+            .await
+            .unwrap_or(false)
+    {
+        return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+    }
     let guard = (method == Method::POST).then(|| gate.in_flight.enter());
     let (mut response, calls) = if reservation.is_some() {
         direct_calls::opening(next.run(request)).await
     } else {
         (next.run(request).await, None)
     };
+    if let Some(sent) = &sent {
+        response = unreadable::mend(response, sent, sent_as_json).await;
+    }
     // A stream outside any session (`subscriptions/listen`) carries the user's note changes
     // until its client closes it: it must end with its token, as a session does. A session
     // header does not make a request of the stateless revision part of that session (rmcp

@@ -10,6 +10,7 @@ mod gate;
 mod listener;
 mod origin;
 mod stateless_streams;
+mod unreadable;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
