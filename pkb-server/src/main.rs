@@ -92,6 +92,11 @@ async fn run(cli: Cli) -> ExitCode {
     if cli.oauth_issuer.is_some() && cli.user.is_none() {
         return fail("--oauth-issuer needs --http ADDR and --auth oauth, or --user NAME");
     }
+    if let Some(Command::Import { dir, .. }) = &cli.command
+        && let Err(error) = pkb_core::vault::check_folder(dir)
+    {
+        return vault_commands::import_failed(&error);
+    }
     let (store, database) = match open_store(&cli).await {
         Ok(opened) => opened,
         Err(message) => return fail(&message),

@@ -37,8 +37,13 @@ pub async fn import(store: &Store, registry: &Registry, dir: &Path, overwrite: b
                 "import stopped: {source}; the files reported above were handled, the rest were not"
             ))
         }
-        Err(error) => error_out(&error.to_string()),
+        Err(error) => import_failed(&error),
     }
+}
+
+/// An import that could not start, as it is reported.
+pub fn import_failed(error: &ImportError) -> ExitCode {
+    error_out(&error.to_string())
 }
 
 /// Every file that was not plainly imported, then the counts.

@@ -87,6 +87,23 @@ async fn search_limits_are_enforced() {
             json!({"query": "a", "limit": "5"}),
             "invalid arguments: limit: must be a non-negative integer",
         ),
+        // Past what the argument's type holds, the bound is still the rule broken.
+        (
+            json!({"query": "a", "limit": 4_294_967_297_u64}),
+            "invalid arguments: limit: must be at most 50",
+        ),
+        (
+            json!({"query": "a", "limit": 1e30}),
+            "invalid arguments: limit: must be at most 50",
+        ),
+        (
+            json!({"query": "a", "limit": -1}),
+            "invalid arguments: limit: must be at least 1",
+        ),
+        (
+            json!({"query": "a", "limit": 1.5}),
+            "invalid arguments: limit: must be a non-negative integer",
+        ),
         (
             json!({"query": 5}),
             "invalid arguments: query: must be a string",
@@ -118,6 +135,9 @@ async fn search_limits_are_enforced() {
     )
     .await;
     assert_eq!(structured(&at_limits)["results"], json!([]));
+    // `1.0` is an integer to JSON Schema.
+    let whole = call(&client, "search", json!({"query": "deploy", "limit": 1.0})).await;
+    assert_eq!(structured(&whole)["results"].as_array().unwrap().len(), 1);
     client.cancel().await.unwrap();
 }
 }

@@ -370,6 +370,47 @@ fn export_replaces_links_planted_at_its_names_without_following_them() {
 }
 
 #[test]
+fn an_export_that_cannot_write_a_note_stops_and_leaves_no_temporary_file() {
+    let (_store_dir, db) = support::temp_store();
+    let (status, _, stderr) = run_command(&["--db", &db, "call", "echo", r#"{"text": "x"}"#]);
+    assert!(status.success(), "{stderr}");
+    let out = tempfile::tempdir().unwrap();
+    // A folder where the note's file goes: the rename into place fails.
+    fs::create_dir(out.path().join("todo.md")).unwrap();
+    let (status, _, stderr) = run_command(&["--db", &db, "export", out.path().to_str().unwrap()]);
+    assert!(!status.success());
+    assert!(stderr.contains("todo.md"), "{stderr}");
+    let left: Vec<_> = fs::read_dir(out.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.ends_with(".partial"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn an_import_that_cannot_start_leaves_no_store_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new.db");
+    let not_a_folder = dir.path().join("notes.md");
+    fs::write(&not_a_folder, "# A note").unwrap();
+    for source in [dir.path().join("missing"), not_a_folder] {
+        let (status, _, stderr) = run_command(&[
+            "--db",
+            db.to_str().unwrap(),
+            "import",
+            source.to_str().unwrap(),
+        ]);
+        assert!(!status.success());
+        assert!(stderr.contains("not a folder"), "{stderr}");
+        assert!(
+            !db.exists(),
+            "no store made for an import that did not start"
+        );
+    }
+}
+
+#[test]
 fn export_needs_an_existing_store() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.db");

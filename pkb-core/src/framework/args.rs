@@ -140,8 +140,19 @@ fn check_value(spec: &ArgSpec, mut value: Value, invalid: &mut InvalidArguments)
         trim_strings(&mut value);
     }
     if !(spec.accepts)(&value) {
-        invalid.push(spec.name, type_rule(spec));
-        return value;
+        // `10.0` is an integer to JSON Schema, though not to serde.
+        if let Some(whole) = whole_number(&value)
+            && (spec.accepts)(&whole)
+        {
+            value = whole;
+        } else {
+            // A number past a declared bound breaks that bound, whatever else it breaks
+            // (4294967297 is out of a `u32`'s range too, but the rule is `at most 50`).
+            if !(matches!(value, Value::Number(_)) && check_range(spec, &value, invalid)) {
+                invalid.push(spec.name, type_rule(spec));
+            }
+            return value;
+        }
     }
     match &value {
         Value::String(text) => check_text(
@@ -183,23 +194,44 @@ fn check_value(spec: &ArgSpec, mut value: Value, invalid: &mut InvalidArguments)
                 }
             }
         }
-        Value::Number(number) => {
-            if let Some(n) = number.as_f64() {
-                if let Some(min) = rules.min
-                    && n < min
-                {
-                    invalid.push(spec.name, format!("must be at least {}", number_text(min)));
-                }
-                if let Some(max) = rules.max
-                    && n > max
-                {
-                    invalid.push(spec.name, format!("must be at most {}", number_text(max)));
-                }
-            }
+        Value::Number(_) => {
+            check_range(spec, &value, invalid);
         }
         _ => {}
     }
     value
+}
+
+/// Checks a number against the declared `min` and `max`; whether it broke one.
+fn check_range(spec: &ArgSpec, value: &Value, invalid: &mut InvalidArguments) -> bool {
+    let Some(n) = value.as_f64() else {
+        return false;
+    };
+    let mut broken = false;
+    if let Some(min) = spec.rules.min
+        && n < min
+    {
+        invalid.push(spec.name, format!("must be at least {}", number_text(min)));
+        broken = true;
+    }
+    if let Some(max) = spec.rules.max
+        && n > max
+    {
+        invalid.push(spec.name, format!("must be at most {}", number_text(max)));
+        broken = true;
+    }
+    broken
+}
+
+/// A number written with a fraction of zero (`10.0`) as the integer it is.
+fn whole_number(value: &Value) -> Option<Value> {
+    let n = value.as_number()?;
+    if !n.is_f64() {
+        return None;
+    }
+    let f = n.as_f64()?;
+    // Within 2^53 every whole f64 is exactly an i64.
+    (f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0).then(|| Value::from(f as i64))
 }
 
 fn check_text(

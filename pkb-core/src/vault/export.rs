@@ -88,8 +88,13 @@ fn write_notes(dir: &Path, notes: &[Note]) -> Result<usize, ExportError> {
         };
         let text = note_text(note).map_err(|error| write_error(&error))?;
         let temporary = dir.join(format!(".{}.{NOTE_EXTENSION}.partial", note.id));
-        write_new(&temporary, text.as_bytes()).map_err(|error| write_error(&error))?;
-        std::fs::rename(&temporary, &path).map_err(|error| write_error(&error))?;
+        let written = write_new(&temporary, text.as_bytes())
+            .and_then(|()| std::fs::rename(&temporary, &path));
+        if let Err(error) = written {
+            // No litter: what was written is not the note's file, and will never be.
+            let _ = std::fs::remove_file(&temporary);
+            return Err(write_error(&error));
+        }
     }
     Ok(notes.len())
 }

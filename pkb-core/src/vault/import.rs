@@ -187,18 +187,25 @@ pub async fn import_dir(
     Ok(report)
 }
 
+/// Whether `root` is a folder to import from: asked before the store is opened too, so that
+/// an import that cannot start does not leave a new, empty store behind.
+pub fn check_folder(root: &Path) -> Result<(), ImportError> {
+    if root.is_dir() {
+        return Ok(());
+    }
+    Err(ImportError::Folder {
+        path: root.to_owned(),
+        reason: "not a folder".to_owned(),
+    })
+}
+
 /// A file under the folder, or an entry that could not be read (a symlink loop, say).
 type Found = (PathBuf, Result<(), String>);
 
 /// Every note file under `root`, hidden files and folders left out, symlinks followed (a loop
 /// is reported, not followed).
 fn find_notes(root: &Path) -> Result<Vec<Found>, ImportError> {
-    if !root.is_dir() {
-        return Err(ImportError::Folder {
-            path: root.to_owned(),
-            reason: "not a folder".to_owned(),
-        });
-    }
+    check_folder(root)?;
     let is_hidden = |entry: &walkdir::DirEntry| {
         entry.depth() > 0 && entry.file_name().to_string_lossy().starts_with('.')
     };
