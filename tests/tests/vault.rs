@@ -116,6 +116,14 @@ fn a_vault_comes_in_by_the_rules_of_write() {
         "zettel.md",
         b"---\nid: 202301011230\ntitle: Zettel note\ncreated: 2023-01-01T12:30:00\n---\nz\n",
     );
+    // A blank title is none, and so is an empty heading: the next one is the title.
+    write(
+        v,
+        "blank title.md",
+        b"---\ntitle: ''\n---\n# \n\n# Blank title falls through\nbody\n",
+    );
+    // Scalars are taken as written, not as the numbers YAML would make of them.
+    write(v, "numbers.md", b"---\ntitle: 1.10\ntags: [0x1F]\n---\n");
     #[cfg(unix)]
     {
         std::os::unix::fs::symlink("..", v.join("nested/loop")).unwrap();
@@ -163,7 +171,7 @@ fn a_vault_comes_in_by_the_rules_of_write() {
         "{stderr}"
     );
     assert!(
-        stdout.contains("imported 8, replaced 0, skipped 0, refused 10 of 18 files"),
+        stdout.contains("imported 10, replaced 0, skipped 0, refused 10 of 20 files"),
         "{stdout}"
     );
 
@@ -171,6 +179,8 @@ fn a_vault_comes_in_by_the_rules_of_write() {
     assert_eq!(
         ids(&notes),
         [
+            "1-10",
+            "blank-title-falls-through",
             "from-the-heading",
             "front-matter",
             "heading-under-front-matter",
@@ -200,6 +210,13 @@ fn a_vault_comes_in_by_the_rules_of_write() {
     assert_eq!(note(&notes, "windows-note").body, "line one\r\nline two");
     assert_eq!(note(&notes, "with-a-bom").title, "With a BOM");
     assert_eq!(note(&notes, "inner-note").body, "");
+    let blank = note(&notes, "blank-title-falls-through");
+    assert_eq!(blank.body, "# \n\nbody");
+    let numbers = note(&notes, "1-10");
+    assert_eq!(
+        (&numbers.title[..], &numbers.tags[..]),
+        ("1.10", &["0x1f".to_owned()][..])
+    );
     let zettel = note(&notes, "zettel-note");
     assert_eq!(
         (&zettel.created_at[..], &zettel.updated_at[..]),

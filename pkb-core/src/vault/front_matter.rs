@@ -1,7 +1,7 @@
 //! YAML front matter: the `---` block that opens a Markdown note, split off, read and written.
 
-use serde::Serialize;
-use serde_norway::{Mapping, Value};
+use serde::{Deserialize, Serialize};
+use serde_norway::Value;
 
 /// A Markdown file cut into its front matter (the YAML between the `---` lines) and the rest.
 #[derive(Debug, PartialEq, Eq)]
@@ -70,68 +70,98 @@ pub struct Fields {
 }
 
 /// Reads the fields from a front matter block. An empty block has no fields.
+///
+/// Each value is taken as it is written: YAML would make `title: 1.10` the number 1.1 and
+/// `0x1F` 31, where the person typed a title. The block is read twice, once as YAML values to
+/// check each field's shape, then each field as the text it is written as.
 pub fn fields(yaml: &str) -> Result<Fields, String> {
-    let value: Value = serde_norway::from_str(yaml)
-        .map_err(|error| format!("front matter is not valid YAML ({error})"))?;
-    let map = match value {
+    let not_yaml = |error: serde_norway::Error| format!("front matter is not valid YAML ({error})");
+    let map = match serde_norway::from_str::<Value>(yaml).map_err(not_yaml)? {
         Value::Null => return Ok(Fields::default()),
         Value::Mapping(map) => map,
         _ => return Err("front matter must be a mapping of fields (`title: ...`)".to_owned()),
     };
+    for name in ["id", "title", "created", "updated"] {
+        if map.get(name).is_some_and(|value| !is_scalar(value)) {
+            return Err(format!("{name}: must be text"));
+        }
+    }
+    let tags = match map.get("tags") {
+        None => None,
+        Some(Value::Sequence(items)) if items.iter().all(is_scalar) => {
+            let written: Written<Vec<Option<Text>>> =
+                serde_norway::from_str(yaml).map_err(not_yaml)?;
+            let tags = written.tags.unwrap_or_default().into_iter().flatten();
+            Some(tags.map(|tag| tag.0).collect())
+        }
+        Some(Value::Sequence(_)) => return Err("tags: each tag must be text".to_owned()),
+        Some(value) if is_scalar(value) => {
+            let written: Written<Text> = serde_norway::from_str(yaml).map_err(not_yaml)?;
+            Some(
+                written
+                    .tags
+                    .map(|tags| split_tags(&tags.0))
+                    .unwrap_or_default(),
+            )
+        }
+        Some(_) => return Err("tags: must be a list or a comma-separated string".to_owned()),
+    };
+    let written: Written<serde::de::IgnoredAny> = serde_norway::from_str(yaml).map_err(not_yaml)?;
+    let text = |field: Option<Text>| field.map(|text| text.0);
     Ok(Fields {
-        id: text_field(&map, "id")?,
-        title: text_field(&map, "title")?,
-        tags: tags_field(&map)?,
-        created: text_field(&map, "created")?,
-        updated: text_field(&map, "updated")?,
+        id: text(written.id),
+        title: text(written.title),
+        tags,
+        created: text(written.created),
+        updated: text(written.updated),
     })
 }
 
-/// A field that must be one value; numbers and booleans are taken as they are written.
-fn text_field(map: &Mapping, name: &str) -> Result<Option<String>, String> {
-    match map.get(name) {
-        None => Ok(None),
-        Some(value) => scalar_text(value).map_err(|()| format!("{name}: must be text")),
+/// Tags typed as one string, Obsidian's `#tag` style included: the `#` marks a tag there and
+/// is not part of its name. (Items of a list are taken as written: a quoted `'#tag'` is that
+/// tag, as an export writes it.)
+fn split_tags(text: &str) -> Vec<String> {
+    text.split(|c: char| c == ',' || c.is_whitespace())
+        .map(|tag| tag.trim_start_matches('#').to_owned())
+        .filter(|tag| !tag.is_empty())
+        .collect()
+}
+
+/// Whether a value is one scalar (or empty), not a list or a mapping.
+fn is_scalar(value: &Value) -> bool {
+    match value {
+        Value::Null | Value::String(_) | Value::Number(_) | Value::Bool(_) => true,
+        Value::Tagged(tagged) => is_scalar(&tagged.value),
+        Value::Sequence(_) | Value::Mapping(_) => false,
     }
 }
 
-fn tags_field(map: &Mapping) -> Result<Option<Vec<String>>, String> {
-    let Some(value) = map.get("tags") else {
-        return Ok(None);
-    };
-    let tags = match value {
-        // Items are taken as written: a quoted `'#tag'` is that tag, as an export writes it.
-        Value::Sequence(items) => items
-            .iter()
-            .map(|item| scalar_text(item).map_err(|()| "tags: each tag must be text".to_owned()))
-            .collect::<Result<Vec<_>, _>>()?
-            .into_iter()
-            .flatten()
-            .collect(),
-        // A string is how people type tags, Obsidian's `#tag` style included: the `#` marks
-        // a tag there and is not part of its name.
-        other => match scalar_text(other) {
-            Ok(Some(text)) => text
-                .split(|c: char| c == ',' || c.is_whitespace())
-                .map(|tag| tag.trim_start_matches('#').to_owned())
-                .filter(|tag| !tag.is_empty())
-                .collect(),
-            Ok(None) => Vec::new(),
-            Err(()) => return Err("tags: must be a list or a comma-separated string".to_owned()),
-        },
-    };
-    Ok(Some(tags))
+/// The fields read as written; `Tags` is how `tags` is read.
+#[derive(Deserialize)]
+struct Written<Tags> {
+    id: Option<Text>,
+    title: Option<Text>,
+    tags: Option<Tags>,
+    created: Option<Text>,
+    updated: Option<Text>,
 }
 
-/// The text of a scalar; `None` for an empty value, `Err` for a list or mapping.
-fn scalar_text(value: &Value) -> Result<Option<String>, ()> {
-    match value {
-        Value::Null => Ok(None),
-        Value::String(text) => Ok(Some(text.clone())),
-        Value::Number(number) => Ok(Some(number.to_string())),
-        Value::Bool(flag) => Ok(Some(flag.to_string())),
-        Value::Tagged(tagged) => scalar_text(&tagged.value),
-        Value::Sequence(_) | Value::Mapping(_) => Err(()),
+/// A scalar's text as written, whatever type YAML would give it.
+struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct AsWritten;
+        impl serde::de::Visitor<'_> for AsWritten {
+            type Value = Text;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("text")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Text, E> {
+                Ok(Text(text.to_owned()))
+            }
+        }
+        deserializer.deserialize_str(AsWritten)
     }
 }
 
@@ -206,6 +236,18 @@ mod tests {
     fn reads_scalars_as_written() {
         let read = fields("title: 2024\ncreated: 2024-01-05\nother: [1]").unwrap();
         assert_eq!(read.title.as_deref(), Some("2024"));
+        for written in ["1.10", "0x1F", "1e3", "+5", "-0", "yes", "True", ".inf"] {
+            let read = fields(&format!("title: {written}\ntags: [{written}]")).unwrap();
+            assert_eq!(read.title.as_deref(), Some(written));
+            assert_eq!(read.tags, Some(vec![written.to_owned()]));
+            let listed = fields(&format!("tags: {written}, b")).unwrap();
+            assert_eq!(listed.tags, Some(vec![written.to_owned(), "b".to_owned()]));
+        }
+        assert_eq!(fields("title: ~\ntags: [a, ~]").unwrap().title, None);
+        assert_eq!(
+            fields("title: ~\ntags: [a, ~]").unwrap().tags,
+            Some(vec!["a".to_owned()])
+        );
         assert_eq!(read.created.as_deref(), Some("2024-01-05"));
         assert!(fields("title: [a]").unwrap_err().starts_with("title:"));
         assert!(fields("- a\n- b").is_err());

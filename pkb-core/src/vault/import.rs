@@ -333,7 +333,8 @@ fn note_from_text(
         Some(yaml) => front_matter::fields(yaml)?,
         None => front_matter::Fields::default(),
     };
-    let (title, body) = match fields.title {
+    // A blank title is none: the next place a title can come from is asked.
+    let (title, body) = match fields.title.filter(|title| !title.trim().is_empty()) {
         Some(title) => (title, split.rest.to_owned()),
         None => match take_heading(split.rest) {
             Some((title, body)) => (title, body),
@@ -410,8 +411,8 @@ fn checked_by_write(
     Ok((title, body, normalize_tags(tags)))
 }
 
-/// The first `# ` heading outside code fences, and the text without it. A heading that opens
-/// the text takes the blank lines after it along.
+/// The first `# ` heading with text, outside code fences, and the text without it. A heading
+/// that opens the text takes the blank lines after it along.
 fn take_heading(text: &str) -> Option<(String, String)> {
     let mut in_fence = false;
     let mut offset = 0;
@@ -419,7 +420,10 @@ fn take_heading(text: &str) -> Option<(String, String)> {
         let content = line.trim_end_matches(['\n', '\r']);
         if content.trim_start().starts_with("```") {
             in_fence = !in_fence;
-        } else if !in_fence && let Some(title) = content.strip_prefix("# ") {
+        } else if !in_fence
+            && let Some(title) = content.strip_prefix("# ")
+            && !title.trim().is_empty()
+        {
             let before = &text[..offset];
             let after = &text[offset + line.len()..];
             let body = if before.trim().is_empty() {

@@ -139,6 +139,15 @@ impl HttpServer {
             .local_addr()
             .map_err(|e| HttpError::Bind(settings.bind, e))?;
         let scheme = if tls.is_some() { "https" } else { "http" };
+        if settings.public_url.is_none()
+            && local.ip().is_unspecified()
+            && settings.allowed_hosts.is_empty()
+        {
+            tracing::warn!(
+                "listening on {local} without --public-url: only requests whose Host is {local} \
+                 pass the DNS-rebinding check; pass --public-url with the address clients use"
+            );
+        }
         let public_url = settings
             .public_url
             .clone()
