@@ -245,16 +245,30 @@ async fn rs256_es256_and_eddsa_tokens_are_accepted_and_scopes_enforced() {
         ),
         "{challenge}"
     );
-    // `scp` as a list works as `scope` does.
-    let mut scp = claims(&issuer.url, &resource, "carol", "");
-    scp.as_object_mut().unwrap().remove("scope");
-    scp["scp"] = json!(["notes:read", "notes:write"]);
-    let mut writer = RawHttp::new(&server.url, Some(&rsa.sign(&scp)));
-    writer.initialize().await;
-    let saved = writer
-        .call("write", json!({"title": "Via scp", "body": ""}))
-        .await;
-    assert_eq!(saved.result()["isError"], false, "{saved:?}");
+    // `scp` as a list (Okta) or a string (Azure AD) works as `scope` does, and so does a
+    // `scope` written as a list.
+    for (claim, names) in [
+        ("scp", json!(["notes:read", "notes:write"])),
+        ("scp", json!("notes:read notes:write")),
+        ("scope", json!(["notes:read", "notes:write"])),
+    ] {
+        let mut scp = claims(&issuer.url, &resource, "carol", "");
+        scp.as_object_mut().unwrap().remove("scope");
+        scp[claim] = names.clone();
+        let mut writer = RawHttp::new(&server.url, Some(&rsa.sign(&scp)));
+        writer.initialize().await;
+        let saved = writer
+            .call(
+                "write",
+                json!({"title": "Via scp", "body": "", "overwrite": true}),
+            )
+            .await;
+        assert_eq!(
+            saved.result()["isError"],
+            false,
+            "{claim} {names}: {saved:?}"
+        );
+    }
     // No scope at all: reads are refused too.
     let mut none = claims(&issuer.url, &resource, "carol", "");
     none.as_object_mut().unwrap().remove("scope");

@@ -81,9 +81,28 @@ struct Claims {
     exp: u64,
     iat: Option<u64>,
     #[serde(default)]
-    scope: Option<String>,
+    scope: Option<ScopeNames>,
     #[serde(default)]
-    scp: Option<Vec<String>>,
+    scp: Option<ScopeNames>,
+}
+
+/// A claim naming scopes, in either form identity providers write: space-separated names
+/// (RFC 9068's `scope`, Azure AD's `scp`) or a list (Okta's `scp`). Anything else fails the
+/// token, as a claim of the wrong type does.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ScopeNames {
+    Spaced(String),
+    Listed(Vec<String>),
+}
+
+impl ScopeNames {
+    fn scopes(&self) -> Scopes {
+        match self {
+            ScopeNames::Spaced(names) => Scopes::from_names(names.split_whitespace()),
+            ScopeNames::Listed(names) => Scopes::from_names(names.iter().map(String::as_str)),
+        }
+    }
 }
 
 impl JwtVerifier {
@@ -192,11 +211,12 @@ impl JwtVerifier {
             return None;
         }
         let subject = claims.sub.filter(|s| !s.is_empty())?;
-        let scopes = match (&claims.scope, &claims.scp) {
-            (Some(scope), _) => Scopes::from_names(scope.split_whitespace()),
-            (None, Some(scp)) => Scopes::from_names(scp.iter().map(String::as_str)),
-            (None, None) => Scopes::default(),
-        };
+        let scopes = claims
+            .scope
+            .as_ref()
+            .or(claims.scp.as_ref())
+            .map(ScopeNames::scopes)
+            .unwrap_or_default();
         let principal = Principal {
             user: User::oauth_user(&claims.iss, &subject),
             scopes,
