@@ -127,6 +127,8 @@ fn a_vault_comes_in_by_the_rules_of_write() {
     #[cfg(unix)]
     {
         std::os::unix::fs::symlink("..", v.join("nested/loop")).unwrap();
+        // A note linked into a second folder is one note, imported once.
+        std::os::unix::fs::symlink("../../front.md", v.join("nested/deeper/linked.md")).unwrap();
         // Broken links that are no notes: an editor's lock file, an image.
         std::os::unix::fs::symlink("/nowhere/x", v.join(".#inner.md")).unwrap();
         std::os::unix::fs::symlink("/nowhere/y", v.join("nested/picture.png")).unwrap();

@@ -210,6 +210,7 @@ fn find_notes(root: &Path) -> Result<Vec<Found>, ImportError> {
         entry.depth() > 0 && entry.file_name().to_string_lossy().starts_with('.')
     };
     let mut found = Vec::new();
+    let mut seen = SeenFiles::default();
     let walk = walkdir::WalkDir::new(root)
         .follow_links(true)
         .sort_by_file_name()
@@ -218,7 +219,9 @@ fn find_notes(root: &Path) -> Result<Vec<Found>, ImportError> {
     for entry in walk {
         match entry {
             Ok(entry) if entry.file_type().is_file() && is_note_file(entry.path()) => {
-                found.push((entry.into_path(), Ok(())));
+                if seen.first_time(&entry) {
+                    found.push((entry.into_path(), Ok(())));
+                }
             }
             Ok(_) => {}
             Err(error) => {
@@ -248,6 +251,35 @@ fn find_notes(root: &Path) -> Result<Vec<Found>, ImportError> {
         }
     }
     Ok(found)
+}
+
+/// The files found so far, by device and inode: a file reached again through a link (a
+/// note linked into a second folder) is one note, imported once, not a second file whose id
+/// is taken.
+#[derive(Default)]
+struct SeenFiles {
+    #[cfg(unix)]
+    files: std::collections::HashSet<(u64, u64)>,
+}
+
+impl SeenFiles {
+    /// Whether `entry` is a file not found before.
+    fn first_time(&mut self, entry: &walkdir::DirEntry) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            match entry.metadata() {
+                Ok(meta) => self.files.insert((meta.dev(), meta.ino())),
+                // One that cannot be looked at is read, and its error reported, as any other.
+                Err(_) => true,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = entry;
+            true
+        }
+    }
 }
 
 fn io_reason(error: &walkdir::Error) -> String {
