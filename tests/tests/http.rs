@@ -187,6 +187,16 @@ async fn a_deleted_or_unknown_session_gets_404() {
     // Ending a session that ended, or never was, finds none either.
     assert_eq!(raw.end_session().await, 404);
     assert_eq!(unknown.end_session().await, 404);
+    // The 2026-07-28 revision has no sessions to end.
+    let stateless = raw
+        .client
+        .delete(&server.url)
+        .header("mcp-session-id", "no-such-session")
+        .header("mcp-protocol-version", "2026-07-28")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stateless.status(), 405);
 }
 
 #[tokio::test]

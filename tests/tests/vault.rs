@@ -127,8 +127,10 @@ fn a_vault_comes_in_by_the_rules_of_write() {
     #[cfg(unix)]
     {
         std::os::unix::fs::symlink("..", v.join("nested/loop")).unwrap();
-        // A note linked into a second folder is one note, imported once.
+        // A note linked into a second folder is one note, imported once; a hard link is a
+        // file of its own, and its name the title.
         std::os::unix::fs::symlink("../../front.md", v.join("nested/deeper/linked.md")).unwrap();
+        fs::hard_link(v.join("no title anywhere.md"), v.join("hard link.md")).unwrap();
         // Broken links that are no notes: an editor's lock file, an image.
         std::os::unix::fs::symlink("/nowhere/x", v.join(".#inner.md")).unwrap();
         std::os::unix::fs::symlink("/nowhere/y", v.join("nested/picture.png")).unwrap();
@@ -173,7 +175,7 @@ fn a_vault_comes_in_by_the_rules_of_write() {
         "{stderr}"
     );
     assert!(
-        stdout.contains("imported 10, replaced 0, skipped 0, refused 10 of 20 files"),
+        stdout.contains("imported 11, replaced 0, skipped 0, refused 10 of 21 files"),
         "{stdout}"
     );
 
@@ -185,6 +187,7 @@ fn a_vault_comes_in_by_the_rules_of_write() {
             "blank-title-falls-through",
             "from-the-heading",
             "front-matter",
+            "hard-link",
             "heading-under-front-matter",
             "inner-note",
             "no-title-anywhere",

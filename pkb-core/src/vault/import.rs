@@ -1,6 +1,6 @@
 //! `import`: every Markdown file under a folder becomes a note, through `write`'s own rules.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -210,7 +210,7 @@ fn find_notes(root: &Path) -> Result<Vec<Found>, ImportError> {
         entry.depth() > 0 && entry.file_name().to_string_lossy().starts_with('.')
     };
     let mut found = Vec::new();
-    let mut seen = SeenFiles::default();
+    let mut seen = SeenFiles::new(root);
     let walk = walkdir::WalkDir::new(root)
         .follow_links(true)
         .sort_by_file_name()
@@ -218,6 +218,7 @@ fn find_notes(root: &Path) -> Result<Vec<Found>, ImportError> {
         .filter_entry(|entry| !is_hidden(entry));
     for entry in walk {
         match entry {
+            Ok(entry) if entry.file_type().is_dir() => seen.enter(&entry),
             Ok(entry) if entry.file_type().is_file() && is_note_file(entry.path()) => {
                 if seen.first_time(&entry) {
                     found.push((entry.into_path(), Ok(())));
@@ -253,32 +254,60 @@ fn find_notes(root: &Path) -> Result<Vec<Found>, ImportError> {
     Ok(found)
 }
 
-/// The files found so far, by device and inode: a file reached again through a link (a
-/// note linked into a second folder) is one note, imported once, not a second file whose id
-/// is taken.
-#[derive(Default)]
+/// The files found so far, by their real path: a file reached again through a link (a note
+/// linked into a second folder) is one note, read once, not a second file whose id is taken.
+/// Only a path that passes through a link is resolved (a `realpath` each); any other is the
+/// folder's real path joined with where it was found. Hard links stay files of their own.
 struct SeenFiles {
-    #[cfg(unix)]
-    files: std::collections::HashSet<(u64, u64)>,
+    root: PathBuf,
+    real_root: PathBuf,
+    /// For each folder on the walk's current path, by depth: whether a link led into it.
+    linked: Vec<bool>,
+    seen: HashSet<PathBuf>,
 }
 
 impl SeenFiles {
-    /// Whether `entry` is a file not found before.
-    fn first_time(&mut self, entry: &walkdir::DirEntry) -> bool {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            match entry.metadata() {
-                Ok(meta) => self.files.insert((meta.dev(), meta.ino())),
-                // One that cannot be looked at is read, and its error reported, as any other.
-                Err(_) => true,
+    fn new(root: &Path) -> Self {
+        SeenFiles {
+            root: root.to_owned(),
+            real_root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned()),
+            linked: Vec::new(),
+            seen: HashSet::new(),
+        }
+    }
+
+    /// Notes a folder as the walk enters it.
+    fn enter(&mut self, folder: &walkdir::DirEntry) {
+        let linked = self.through_link(folder);
+        self.linked.truncate(folder.depth());
+        self.linked.push(linked);
+    }
+
+    /// Whether `file` is one not found before.
+    fn first_time(&mut self, file: &walkdir::DirEntry) -> bool {
+        let real = if self.through_link(file) {
+            match std::fs::canonicalize(file.path()) {
+                Ok(real) => real,
+                // Read, and its error reported, as any other.
+                Err(_) => return true,
             }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = entry;
-            true
-        }
+        } else {
+            match file.path().strip_prefix(&self.root) {
+                Ok(relative) => self.real_root.join(relative),
+                Err(_) => return true,
+            }
+        };
+        self.seen.insert(real)
+    }
+
+    /// Whether a link led to `entry`: it is one, or a folder above it was reached through one.
+    fn through_link(&self, entry: &walkdir::DirEntry) -> bool {
+        let depth = entry.depth();
+        (depth > 0 && entry.path_is_symlink())
+            || depth
+                .checked_sub(1)
+                .and_then(|parent| self.linked.get(parent))
+                .is_some_and(|linked| *linked)
     }
 }
 

@@ -273,6 +273,14 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
     let sent_as_json = unreadable::is_json(&parts.headers);
     // What a POST sent, should rmcp find it unreadable.
     let mut sent = None;
+    // A page request's cursor that rmcp would read as none: its answer, once rmcp has made its
+    // own checks (headers, session) and taken the request, is replaced with -32602.
+    let mut bad_cursor = None;
+    let stateless_revision = parts
+        .headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str());
     // Held until the session it opens is among the owners (or it opened none).
     let mut reservation = None;
     let mut request = if method == Method::POST {
@@ -334,13 +342,11 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             return (StatusCode::NOT_FOUND, axum::Json(error)).into_response();
         }
         if let Some(peek) = &peek
+            && peek.id.is_some()
             && let Some(rpc_method) = rpc_method
-            && let Some(why) = crate::framework::server::unreadable_cursor(
-                rpc_method,
-                peek.params.as_ref().and_then(|p| p.cursor.as_ref()),
-            )
         {
-            return unreadable::answer(&bytes, &why);
+            let cursor = peek.params.as_ref().and_then(|p| p.cursor.as_ref());
+            bad_cursor = crate::framework::server::unreadable_cursor(rpc_method, cursor);
         }
         if let Some(calls) = &session_calls
             && rpc_method == Some("tools/call")
@@ -382,8 +388,9 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
     }
     // rmcp ends whatever session a DELETE names and answers 202 even when there is none;
     // the contract answers an unknown, ended or another user's session with 404, as rmcp
-    // does for the other methods.
+    // does for the other methods. (On 2026-07-28 there are no sessions: rmcp answers 405.)
     if method == Method::DELETE
+        && !stateless_revision
         && let Some(id) = &session
         && !gate
             .sessions
@@ -400,7 +407,10 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         (next.run(request).await, None)
     };
     if let Some(sent) = &sent {
-        response = unreadable::mend(response, sent, sent_as_json).await;
+        response = match &bad_cursor {
+            Some(why) if response.status().is_success() => unreadable::answer(sent, why),
+            _ => unreadable::mend(response, sent, sent_as_json).await,
+        };
     }
     // A stream outside any session (`subscriptions/listen`) carries the user's note changes
     // until its client closes it: it must end with its token, as a session does. A session
