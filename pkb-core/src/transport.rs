@@ -258,8 +258,7 @@ where
                 Err(value) => value,
             };
             let unreadable = unreadable_message_answer(&value);
-            let cursor_error = unreadable_cursor(&value);
-            let message = match cursor_error {
+            let message = match known_params_error(&value) {
                 Some(error) => Err(error),
                 None => serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value)
                     .map_err(|error| error.to_string()),
@@ -448,10 +447,20 @@ pub(crate) fn unreadable_message_answer(value: &Value) -> Option<(Value, i64, &'
     })
 }
 
-/// What is wrong with the cursor of a page request in `value`, which rmcp would read as none.
-fn unreadable_cursor(value: &Value) -> Option<String> {
+/// What is wrong with the params of the request in `value` where rmcp would not say it
+/// plainly, on either transport: a page request's cursor that is no string (rmcp reads it as
+/// none), or an `initialize` it cannot read (rmcp takes it for a 2026-07-28 request and speaks
+/// of `_meta` fields that an older client, the only kind that sends `initialize`, never sends).
+pub(crate) fn known_params_error(value: &Value) -> Option<String> {
     let method = value.get("method")?.as_str()?;
-    let cursor = value.get("params").and_then(|p| p.get("cursor"));
+    let params = value.get("params");
+    if method == "initialize" {
+        let params = params.cloned().unwrap_or(Value::Null);
+        return serde_json::from_value::<rmcp::model::InitializeRequestParams>(params)
+            .err()
+            .map(|error| error.to_string());
+    }
+    let cursor = params.and_then(|p| p.get("cursor"));
     crate::framework::server::unreadable_cursor(method, cursor)
 }
 

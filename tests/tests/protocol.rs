@@ -227,6 +227,17 @@ fn bad_lines_get_errors_and_the_server_keeps_serving() {
             "{answer}"
         );
     }
+    // An initialize that cannot be read says which of its own fields is wrong.
+    server.send(json!({"jsonrpc": "2.0", "id": 57, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}}}));
+    let answer = server.receive();
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing field `clientInfo`"),
+        "{answer}"
+    );
     server.send(json!([1, 2, 3]));
     assert_eq!(server.receive()["error"]["code"], -32600);
     // A known method in a bad envelope is an invalid request, not bad params.

@@ -788,6 +788,14 @@ pub async fn answers_unreadable_messages_as_on_stdio(raw: &mut RawHttp) {
             .await;
         assert_eq!(answer.error_code(), -32602, "{cursor} -> {answer:?}");
     }
+    // An initialize that cannot be read says which of its own fields is wrong.
+    let initialize = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}});
+    let answer = raw.request("initialize", initialize).await;
+    assert_eq!(answer.error_code(), -32602, "{answer:?}");
+    assert!(
+        answer.body.contains("missing field `clientInfo`"),
+        "{answer:?}"
+    );
     let first_page = raw
         .request("resources/list", serde_json::json!({"cursor": null}))
         .await;

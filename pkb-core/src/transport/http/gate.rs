@@ -273,9 +273,10 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
     let sent_as_json = unreadable::is_json(&parts.headers);
     // What a POST sent, should rmcp find it unreadable.
     let mut sent = None;
-    // A page request's cursor that rmcp would read as none: its answer, once rmcp has made its
-    // own checks (headers, session) and taken the request, is replaced with -32602.
-    let mut bad_cursor = None;
+    // Params rmcp would not refuse plainly (see `transport::known_params_error`): its answer,
+    // once rmcp has made its own checks (headers, session) and taken the request, is replaced
+    // with -32602 saying what is wrong.
+    let mut bad_params = None;
     let stateless_revision = parts
         .headers
         .get("mcp-protocol-version")
@@ -345,8 +346,15 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             && peek.id.is_some()
             && let Some(rpc_method) = rpc_method
         {
-            let cursor = peek.params.as_ref().and_then(|p| p.cursor.as_ref());
-            bad_cursor = crate::framework::server::unreadable_cursor(rpc_method, cursor);
+            bad_params = if rpc_method == "initialize" {
+                // Once a session: read whole, as stdio reads every message.
+                serde_json::from_slice(&bytes)
+                    .ok()
+                    .and_then(|value| crate::transport::known_params_error(&value))
+            } else {
+                let cursor = peek.params.as_ref().and_then(|p| p.cursor.as_ref());
+                crate::framework::server::unreadable_cursor(rpc_method, cursor)
+            };
         }
         if let Some(calls) = &session_calls
             && rpc_method == Some("tools/call")
@@ -407,7 +415,7 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         (next.run(request).await, None)
     };
     if let Some(sent) = &sent {
-        response = match &bad_cursor {
+        response = match &bad_params {
             Some(why) if response.status().is_success() => unreadable::answer(sent, why),
             _ => unreadable::mend(response, sent, sent_as_json).await,
         };

@@ -12,7 +12,7 @@ use http::header::CONTENT_TYPE;
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
 
-use crate::transport::unreadable_message_answer;
+use crate::transport::{known_params_error, unreadable_message_answer};
 
 /// What rmcp puts before serde's reason when it cannot read a body.
 const RMCP_PREFIX: &str = "fail to deserialize request body ";
@@ -35,6 +35,8 @@ pub(super) fn answer(body: &[u8], why: &str) -> Response {
         Ok(value) => value,
         Err(error) => return parse_error(&error.to_string()),
     };
+    let known = known_params_error(&value);
+    let why = known.as_deref().unwrap_or(why);
     let (status, id, code, kind) = match unreadable_message_answer(&value) {
         Some((id, -32602, kind)) => (StatusCode::OK, id, -32602, kind),
         Some((id, code, kind)) => (StatusCode::BAD_REQUEST, id, code, kind),
