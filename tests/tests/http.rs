@@ -85,6 +85,30 @@ async fn hosts_and_origins_not_allowed_get_403() {
             "host {host:?} origin {origin:?}: {answer:?}"
         );
     }
+    // Every name a request gives counts, whichever a later layer would read.
+    let twice = |name: &'static str, allowed: String, evil: &'static str| {
+        let request = raw.post_builder(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
+        RawHttp::send(request.header(name, allowed).header(name, evil))
+    };
+    let host = format!("localhost:{port}");
+    assert_eq!(twice("host", host, "evil.example").await.status, 403);
+    let origin = server.origin().to_owned();
+    assert_eq!(
+        twice("origin", origin, "http://evil.example").await.status,
+        403
+    );
+    assert_eq!(with(None, Some("")).await.status, 403, "an empty Origin");
+    let address = server.origin().trim_start_matches("http://").to_owned();
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.to_vec();
+    let head = format!(
+        "POST http://evil.example/mcp HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let status = status_of_raw_post(&address, head, body).await;
+    assert!(
+        status.contains(" 403 "),
+        "a target naming another host: {status}"
+    );
     // The check comes before everything else, health included.
     let health = http_client()
         .get(format!("{}/healthz", server.origin()))

@@ -82,26 +82,43 @@ fn normalize_origin(origin: &str) -> Option<String> {
     Some(format!("{scheme}://{host}:{port}"))
 }
 
-/// Refuses, with 403, a request whose `Host` or `Origin` is not allowed.
+/// Refuses, with 403, a request whose `Host` or `Origin` is not allowed. Every name the
+/// request gives counts: each `Host` header and the authority of an absolute request target
+/// (one of them at least), and each `Origin` header, an empty one included. A client that
+/// sends two of either, or a target naming another host than its `Host`, gets no say in
+/// which one a layer behind this one would read.
 pub async fn check_origin(
     State(policy): State<std::sync::Arc<OriginPolicy>>,
     request: Request,
     next: Next,
 ) -> Response {
+    match refusal(&policy, &request) {
+        Some(refused) => refused,
+        None => next.run(request).await,
+    }
+}
+
+/// The 403 for a request whose `Host` or `Origin` is not allowed; `None` when both are.
+fn refusal(policy: &OriginPolicy, request: &Request) -> Option<Response> {
     let headers = request.headers();
-    let host = headers
-        .get(HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| request.uri().authority().map(|a| a.as_str()));
-    if !host.is_some_and(|host| policy.allows_host(host)) {
-        return (StatusCode::FORBIDDEN, "Forbidden: Host not allowed").into_response();
+    let mut hosts = headers
+        .get_all(HOST)
+        .iter()
+        .map(|h| h.to_str().ok())
+        .chain(request.uri().authority().map(|a| Some(a.as_str())))
+        .peekable();
+    let named = hosts.peek().is_some();
+    if !named || !hosts.all(|host| host.is_some_and(|host| policy.allows_host(host))) {
+        return Some((StatusCode::FORBIDDEN, "Forbidden: Host not allowed").into_response());
     }
-    if let Some(origin) = headers.get(ORIGIN)
-        && !origin.to_str().is_ok_and(|o| policy.allows_origin(o))
+    if !headers
+        .get_all(ORIGIN)
+        .iter()
+        .all(|origin| origin.to_str().is_ok_and(|o| policy.allows_origin(o)))
     {
-        return (StatusCode::FORBIDDEN, "Forbidden: Origin not allowed").into_response();
+        return Some((StatusCode::FORBIDDEN, "Forbidden: Origin not allowed").into_response());
     }
-    next.run(request).await
+    None
 }
 
 #[cfg(test)]
