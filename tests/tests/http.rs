@@ -260,6 +260,31 @@ async fn json_that_is_no_readable_message_is_answered_as_on_stdio() {
 }
 
 #[tokio::test]
+async fn event_streams_open_with_a_priming_event_from_2025_11_25_on_only() {
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    for (revision, primed) in [
+        ("2024-11-05", false),
+        ("2025-03-26", false),
+        ("2025-06-18", false),
+        ("2025-11-25", true),
+    ] {
+        let raw = RawHttp::new(&server.url, None);
+        let params = json!({
+            "protocolVersion": revision,
+            "capabilities": {},
+            "clientInfo": {"name": "pkb-tests", "version": "1"}
+        });
+        let answer = raw.request("initialize", params).await;
+        assert_eq!(answer.result()["protocolVersion"], revision, "{answer:?}");
+        let empty_event = answer
+            .body
+            .split("\n\n")
+            .any(|event| event.lines().any(|line| line.trim() == "data:"));
+        assert_eq!(empty_event, primed, "{revision}: {}", answer.body);
+    }
+}
+
+#[tokio::test]
 async fn idle_sessions_end() {
     let server = HttpServerProcess::start(&["--memory", "--session-idle-timeout", "1"]).await;
     let mut raw = RawHttp::new(&server.url, None);

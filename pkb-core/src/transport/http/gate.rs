@@ -21,7 +21,7 @@ use tokio::sync::Notify;
 
 use super::direct_calls::{self, DirectCall};
 use super::stateless_streams::StatelessStreams;
-use super::unreadable;
+use super::{priming, unreadable};
 use crate::Registry;
 use crate::auth::{Authenticator, Principal, Scopes, User};
 use crate::framework::access::Access;
@@ -117,6 +117,9 @@ struct Peek {
 struct PeekParams {
     name: Option<serde_json::Value>,
     cursor: Option<serde_json::Value>,
+    /// The revision an `initialize` asks for.
+    #[serde(rename = "protocolVersion")]
+    protocol_version: Option<serde_json::Value>,
     #[serde(rename = "_meta")]
     meta: Option<serde_json::Value>,
 }
@@ -277,6 +280,9 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
     // once rmcp has made its own checks (headers, session) and taken the request, is replaced
     // with -32602 saying what is wrong.
     let mut bad_params = None;
+    // Whether the request's revision predates SSE priming events (see `priming`); an
+    // `initialize` names its revision in its body, read below.
+    let mut predates_priming = priming::predates_priming(&parts.headers, None);
     let stateless_revision = parts
         .headers
         .get("mcp-protocol-version")
@@ -346,6 +352,14 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             && peek.id.is_some()
             && let Some(rpc_method) = rpc_method
         {
+            if rpc_method == "initialize" {
+                let requested = peek
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.protocol_version.as_ref());
+                let requested = requested.and_then(serde_json::Value::as_str);
+                predates_priming = priming::predates_priming(&parts.headers, requested);
+            }
             bad_params = if rpc_method == "initialize" {
                 // Once a session: read whole, as stdio reads every message.
                 serde_json::from_slice(&bytes)
@@ -419,6 +433,9 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             Some(why) if response.status().is_success() => unreadable::answer(sent, why),
             _ => unreadable::mend(response, sent, sent_as_json).await,
         };
+    }
+    if predates_priming && is_event_stream(&response) {
+        response = priming::without_priming(response);
     }
     // A stream outside any session (`subscriptions/listen`) carries the user's note changes
     // until its client closes it: it must end with its token, as a session does. A session

@@ -9,6 +9,7 @@ mod direct_calls;
 mod gate;
 mod listener;
 mod origin;
+mod priming;
 mod stateless_streams;
 mod unreadable;
 
