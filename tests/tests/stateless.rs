@@ -301,6 +301,23 @@ async fn removed_methods_are_404_over_http() {
     }
 }
 
+#[tokio::test]
+async fn a_notification_without_its_method_header_is_taken_over_http() {
+    // The official client sends `notifications/cancelled` so; the revision asks the header of
+    // requests only.
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    let cancelled = support::http_client()
+        .post(&server.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .json(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cancelled.status(), 202);
+}
+
 /// An rmcp client over HTTP at `revision`, whatever the test's own revision.
 async fn client_at(
     revision: support::Revision,

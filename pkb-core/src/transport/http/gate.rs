@@ -226,6 +226,9 @@ fn shutting_down() -> Response {
         .into_response()
 }
 
+/// The header that names a request's method on the 2026-07-28 revision (SEP-2243).
+const MCP_METHOD_HEADER: &str = "mcp-method";
+
 /// A session id rmcp never issues (its ids are UUIDs).
 const NEVER_ISSUED_SESSION: &str = "pkb-never-issued";
 
@@ -391,6 +394,19 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
                         .into_response();
                 }
             }
+        }
+        // The 2026-07-28 revision asks for `Mcp-Method` on requests and leaves notifications
+        // open; rmcp asks for it on both, and the official client sends
+        // `notifications/cancelled` without it. A notification is given its method's header
+        // (as the official TypeScript server exempts them).
+        if stateless_revision
+            && let Some(peek) = &peek
+            && peek.id.is_none()
+            && let Some(rpc_method) = rpc_method
+            && !parts.headers.contains_key(MCP_METHOD_HEADER)
+            && let Ok(value) = HeaderValue::from_str(rpc_method)
+        {
+            parts.headers.insert(MCP_METHOD_HEADER, value);
         }
         sent = Some(bytes.clone());
         Request::from_parts(parts, Body::from(bytes))
