@@ -271,6 +271,91 @@ async fn restart_mid_stream() {
     client.cancel().await.unwrap();
 }
 
+/// A database whose processes are stopped (SIGSTOP) until this is dropped: a frozen host, to
+/// whom connections stay open and nothing is answered.
+struct Frozen(Vec<String>);
+
+impl Frozen {
+    fn freeze(postgres: &OwnPostgres) -> Self {
+        let pid_file = postgres.dir.path().join("data/postmaster.pid");
+        let postmaster = std::fs::read_to_string(pid_file).unwrap();
+        let postmaster = postmaster.lines().next().unwrap().trim().to_owned();
+        let children = std::process::Command::new("pgrep")
+            .args(["-P", &postmaster])
+            .output()
+            .unwrap();
+        let mut pids: Vec<String> = String::from_utf8_lossy(&children.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        pids.push(postmaster);
+        Self::signal("-STOP", &pids);
+        Frozen(pids)
+    }
+
+    fn signal(signal: &str, pids: &[String]) {
+        let status = std::process::Command::new("kill")
+            .arg(signal)
+            .args(pids)
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {signal} {pids:?}");
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        Self::signal("-CONT", &self.0);
+    }
+}
+
+#[tokio::test]
+async fn a_database_that_stops_answering_fails_calls_and_then_serves_again() {
+    if pkb_core::store::postgres::testing::admin_url().is_none() {
+        return;
+    }
+    let postgres = OwnPostgres::start();
+    let url = pkb_core::store::postgres::testing::scratch_database(&postgres.admin).await;
+    let client = support::connect(&["--db", &url], Sampling::Unsupported).await;
+    let fetched = call(&client, "fetch", json!({"id": "todo"})).await;
+    assert_eq!(fetched.is_error, Some(false), "{}", text(&fetched));
+
+    let frozen = Frozen::freeze(&postgres);
+    // Each call on a connection already open used to wait for good. Bounded here only so
+    // that a hang fails the test rather than stalling it.
+    for (tool, arguments) in [
+        ("fetch", json!({"id": "todo"})),
+        ("write", json!({"title": "While frozen", "body": ""})),
+        ("search", json!({"query": "todo"})),
+    ] {
+        let answer = tokio::time::timeout(Duration::from_secs(120), call(&client, tool, arguments))
+            .await
+            .unwrap_or_else(|_| panic!("{tool} got no answer from a frozen database"));
+        assert_eq!(answer.is_error, Some(true), "{tool}: {}", text(&answer));
+        assert!(
+            text(&answer).starts_with("storage error:"),
+            "{}",
+            text(&answer)
+        );
+    }
+    drop(frozen);
+
+    let started = Instant::now();
+    loop {
+        let fetched = call(&client, "fetch", json!({"id": "todo"})).await;
+        if fetched.is_error == Some(false) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "serves again once the database answers: {}",
+            text(&fetched)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn sslmode_require_reaches_the_database_over_verified_tls() {
     if pkb_core::store::postgres::testing::admin_url().is_none() {

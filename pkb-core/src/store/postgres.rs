@@ -38,6 +38,14 @@ const POOL_SIZE: usize = 16;
 /// must fail clearly while the database is away, not hang.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a call's statements may take before it fails: a database that stops answering (a
+/// frozen host, a network that drops packets) would otherwise hold the call, and its
+/// connection, for good; tokio-postgres has no timeout of its own.
+const ANSWER_WAIT: Duration = Duration::from_secs(10);
+
+/// [`ANSWER_WAIT`] for one batch of an import (up to 2,000 notes in one transaction).
+const BATCH_WAIT: Duration = Duration::from_secs(120);
+
 /// Whether `text` names a PostgreSQL database rather than a SQLite file.
 pub fn is_url(text: &str) -> bool {
     text.starts_with("postgres://") || text.starts_with("postgresql://")
@@ -273,9 +281,69 @@ impl PgNotes {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, StoreError> {
         let failed = self.failed(what);
-        let client = self.client().await?;
-        let statement = client.prepare_cached(sql).await.map_err(&failed)?;
-        client.query(&statement, params).await.map_err(&failed)
+        self.answered(what, ANSWER_WAIT, async {
+            let client = self.client().await?;
+            let statement = client.prepare_cached(sql).await.map_err(&failed)?;
+            client.query(&statement, params).await.map_err(&failed)
+        })
+        .await
+    }
+
+    /// What `work` gives, or a storage error once it has waited `wait` for the database.
+    async fn answered<T>(
+        &self,
+        what: &str,
+        wait: Duration,
+        work: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        tokio::time::timeout(wait, work).await.unwrap_or_else(|_| {
+            Err(StoreError::Backend {
+                context: format!("{what} in {}", self.database.location),
+                source: format!(
+                    "the database did not answer within {} s (a change sent may still be made once it does)",
+                    wait.as_secs()
+                )
+                .into(),
+            })
+        })
+    }
+
+    /// [`NoteEngine::put_dated`], in one transaction.
+    async fn put_batch(
+        &self,
+        notes: Vec<(NoteDraft, NoteDates)>,
+        mode: PutMode,
+    ) -> Result<Vec<PutOutcome>, StoreError> {
+        let failed = self.failed("saving notes");
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(&failed)?;
+        let statement = tx.prepare_cached(UPSERT).await.map_err(&failed)?;
+        let now = now_rfc3339();
+        // The statements go out together (tokio-postgres pipelines them) and run in order.
+        let boxed: Vec<_> = notes
+            .iter()
+            .map(|(draft, dates)| {
+                let updated = dates.updated_at.as_deref().unwrap_or(&now);
+                self.upsert_params(draft, (dates.created_at.as_deref(), updated), mode)
+            })
+            .collect();
+        let runs = boxed.iter().map(|p| {
+            let p = params(p);
+            let tx = &tx;
+            let statement = &statement;
+            async move { tx.query(statement, &p).await }
+        });
+        let rows = futures::future::try_join_all(runs).await.map_err(&failed)?;
+        drop(boxed);
+        tx.commit().await.map_err(&failed)?;
+        Ok(notes
+            .into_iter()
+            .zip(rows)
+            .map(|((draft, dates), rows)| {
+                let updated = dates.updated_at.unwrap_or_else(|| now.clone());
+                Self::outcome(draft, &updated, &rows)
+            })
+            .collect())
     }
 
     /// A pooled connection, once the user's row (and their seed notes) exist.
@@ -421,36 +489,8 @@ impl NoteEngine for PgNotes {
         notes: Vec<(NoteDraft, NoteDates)>,
         mode: PutMode,
     ) -> Result<Vec<PutOutcome>, StoreError> {
-        let failed = self.failed("saving notes");
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(&failed)?;
-        let statement = tx.prepare_cached(UPSERT).await.map_err(&failed)?;
-        let now = now_rfc3339();
-        // The statements go out together (tokio-postgres pipelines them) and run in order.
-        let boxed: Vec<_> = notes
-            .iter()
-            .map(|(draft, dates)| {
-                let updated = dates.updated_at.as_deref().unwrap_or(&now);
-                self.upsert_params(draft, (dates.created_at.as_deref(), updated), mode)
-            })
-            .collect();
-        let runs = boxed.iter().map(|p| {
-            let p = params(p);
-            let tx = &tx;
-            let statement = &statement;
-            async move { tx.query(statement, &p).await }
-        });
-        let rows = futures::future::try_join_all(runs).await.map_err(&failed)?;
-        drop(boxed);
-        tx.commit().await.map_err(&failed)?;
-        Ok(notes
-            .into_iter()
-            .zip(rows)
-            .map(|((draft, dates), rows)| {
-                let updated = dates.updated_at.unwrap_or_else(|| now.clone());
-                Self::outcome(draft, &updated, &rows)
-            })
-            .collect())
+        self.answered("saving notes", BATCH_WAIT, self.put_batch(notes, mode))
+            .await
     }
 
     async fn delete(&self, id: &str) -> Result<bool, StoreError> {
@@ -539,17 +579,18 @@ impl NoteEngine for PgNotes {
         // NUL separates words anyway, and PostgreSQL's text cannot hold it.
         let text = text.replace('\0', " ");
         let failed = self.failed("searching");
-        let client = self.client().await?;
-        let window = limit(limit_to);
-        // Unnamed each time, so planned with this query's words (pkb_query folds them into
-        // a constant): a prepared statement's generic plan would not know how common they
-        // are. The newest matches are found as row addresses, and only the window's rows are
-        // read again whole to be ranked: carrying every match's text and vector through the
-        // search for the newest had made a search take up to half again as long. Both parts
-        // run in the statement's one snapshot, in which a row's address does not change.
-        let rows = client
-            .query_typed(
-                "WITH recent AS (
+        self.answered("searching", ANSWER_WAIT, async {
+            let client = self.client().await?;
+            let window = limit(limit_to);
+            // Unnamed each time, so planned with this query's words (pkb_query folds them into
+            // a constant): a prepared statement's generic plan would not know how common they
+            // are. The newest matches are found as row addresses, and only the window's rows are
+            // read again whole to be ranked: carrying every match's text and vector through the
+            // search for the newest had made a search take up to half again as long. Both parts
+            // run in the statement's one snapshot, in which a row's address does not change.
+            let rows = client
+                .query_typed(
+                    "WITH recent AS (
                     SELECT ctid AS address FROM pkb_notes
                     WHERE owner = $1 AND tags @> $3 AND search @@ pkb_query($2)
                     ORDER BY created_order DESC LIMIT $5
@@ -558,26 +599,28 @@ impl NoteEngine for PgNotes {
                     ts_rank('{0, 0.1, 0.4, 1}', search, pkb_query($2))::float8 AS score
                 FROM pkb_notes
                 WHERE ctid = ANY (ARRAY(SELECT address FROM recent)) AND owner = $1
-                ORDER BY score DESC, id LIMIT $4",
-                &[
-                    (&self.owner, Type::TEXT),
-                    (&text, Type::TEXT),
-                    (&tags, Type::TEXT_ARRAY),
-                    (&window, Type::INT8),
-                    (&RANK_WINDOW, Type::INT8),
-                ],
-            )
-            .await
-            .map_err(&failed)?;
-        Ok(rows
-            .iter()
-            .map(|row| SearchHit {
-                id: row.get(0),
-                title: row.get(1),
-                tags: nul_escape::decode_all(row.get(2)),
-                score: row.get(3),
-            })
-            .collect())
+                ORDER BY score DESC, created_order DESC LIMIT $4",
+                    &[
+                        (&self.owner, Type::TEXT),
+                        (&text, Type::TEXT),
+                        (&tags, Type::TEXT_ARRAY),
+                        (&window, Type::INT8),
+                        (&RANK_WINDOW, Type::INT8),
+                    ],
+                )
+                .await
+                .map_err(&failed)?;
+            Ok(rows
+                .iter()
+                .map(|row| SearchHit {
+                    id: row.get(0),
+                    title: row.get(1),
+                    tags: nul_escape::decode_all(row.get(2)),
+                    score: row.get(3),
+                })
+                .collect())
+        })
+        .await
     }
 
     async fn ids_with_prefix(
