@@ -209,13 +209,23 @@ async fn a_summary_title_is_cut_to_120_characters() {
 both_transports! {
 #[tokio::test]
 async fn a_silent_client_cannot_hang_summarize() {
-    let client = connect(&["--memory", "--sampling-timeout", "1"], Sampling::Silent).await;
+    let handler = RecordingClient::new(Sampling::Silent);
+    let client = connect_with(handler.clone(), &["--memory", "--sampling-timeout", "1"]).await;
     let result = call(&client, "summarize_and_save", json!({"id": "todo"})).await;
     assert_eq!(result.is_error, Some(true));
     assert_eq!(
         text(&result),
         "summarize failed: the client did not answer within 1s"
     );
+    // The request given up is cancelled on the client too, which stops waiting on it.
+    let started = std::time::Instant::now();
+    while *handler.sampling_cancelled.lock().unwrap() == 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "no notifications/cancelled for the sampling request"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     assert_error(
         &call(&client, "fetch", json!({"id": "todo-summary"})).await,
         "No note found with ID: todo-summary",

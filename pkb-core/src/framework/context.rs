@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
-    CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
-    ElicitRequestParams, ElicitResult, ElicitationSchema, InputRequest, ListRootsRequest,
-    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
-    ProgressToken, ResourceUpdatedNotificationParam,
+    ClientResult, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationSchema, InputRequest,
+    ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, ResourceUpdatedNotificationParam, ServerRequest,
 };
-use rmcp::service::ServiceError;
+use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -32,6 +32,10 @@ pub type AppState = Arc<dyn Any + Send + Sync>;
 
 /// How long a sampling request may take by default before it is given up.
 pub const DEFAULT_SAMPLING_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How much longer than a sampling request's own timeout its caller waits: long enough for
+/// rmcp to give the request up first and tell the client so.
+const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
 /// What one handler call can reach. Taken as `ctx: &Context` by any tool, resource, prompt or
 /// completion fn; the macros recognise it by type.
@@ -351,13 +355,28 @@ impl Context {
             let request = InputRequest::CreateMessage(CreateMessageRequest::new(params));
             return from_round(round.answer("sampling", self.input_name("sampling"), request));
         }
-        #[allow(deprecated)] // sampling is deprecated only for the stateless 2026 revision
-        let request = peer.create_message(params);
-        self.client_answer(request, timeout).await
+        params
+            .validate()
+            .map_err(|error| ClientRequestError::Failed(error.to_string()))?;
+        // Sent with rmcp's own timeout, which tells the client when it is given up
+        // (notifications/cancelled), so the client stops working on an answer nobody awaits.
+        let mut options = PeerRequestOptions::default();
+        options.timeout = Some(timeout);
+        let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
+        let asked = async {
+            let sent = peer.send_request_with_option(request, options).await?;
+            match sent.await_response().await? {
+                ClientResult::CreateMessageResult(result) => Ok(*result),
+                _ => Err(ServiceError::UnexpectedResponse),
+            }
+        };
+        // rmcp's own timeout comes first; this one only bounds the send.
+        self.client_answer(asked, timeout + CANCEL_GRACE).await
     }
 
     /// The answer to a request sent to the client, given up after `timeout` or when the
-    /// session closes.
+    /// session closes. A request that times out itself (with rmcp's timeout, which tells the
+    /// client) reports its own.
     async fn client_answer<T>(
         &self,
         request: impl Future<Output = Result<T, ServiceError>>,
@@ -371,6 +390,9 @@ impl Context {
         };
         match answer {
             Err(_) => Err(ClientRequestError::TimedOut(timeout)),
+            Ok(Err(ServiceError::Timeout { timeout })) => {
+                Err(ClientRequestError::TimedOut(timeout))
+            }
             Ok(Err(error)) => Err(ClientRequestError::Failed(error.to_string())),
             Ok(Ok(result)) => Ok(result),
         }

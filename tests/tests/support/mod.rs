@@ -231,6 +231,8 @@ pub struct RecordingClient {
     pub updated: Arc<Mutex<Vec<String>>>,
     pub list_changed: Arc<Mutex<usize>>,
     pub sampling_requests: Arc<Mutex<Vec<CreateMessageRequestParams>>>,
+    /// Sampling requests the server cancelled while this client sat on them.
+    pub sampling_cancelled: Arc<Mutex<usize>>,
 }
 
 impl RecordingClient {
@@ -240,6 +242,7 @@ impl RecordingClient {
             updated: Arc::default(),
             list_changed: Arc::default(),
             sampling_requests: Arc::default(),
+            sampling_cancelled: Arc::default(),
         }
     }
 }
@@ -248,7 +251,7 @@ impl ClientHandler for RecordingClient {
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         self.sampling_requests.lock().unwrap().push(params);
         match &self.sampling {
@@ -257,7 +260,12 @@ impl ClientHandler for RecordingClient {
                 "test-model".into(),
             )),
             Sampling::Refuse => Err(ErrorData::invalid_request("the user declined", None)),
-            Sampling::Silent => std::future::pending().await,
+            Sampling::Silent => {
+                // rmcp cancels the handler when the server sends notifications/cancelled.
+                context.ct.cancelled().await;
+                *self.sampling_cancelled.lock().unwrap() += 1;
+                Err(ErrorData::invalid_request("cancelled", None))
+            }
             Sampling::After(delay, text) => {
                 tokio::time::sleep(*delay).await;
                 Ok(CreateMessageResult::new(
