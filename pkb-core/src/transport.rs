@@ -427,8 +427,6 @@ fn cancelled_request_id(message: &RxJsonRpcMessage<RoleServer>) -> Option<Reques
     }
 }
 
-/// Whether `value` has JSON-RPC 2.0's request envelope: `"jsonrpc": "2.0"`, and an id, if
-/// any, that rmcp can hold (see [`answerable_id`]).
 /// How a message rmcp cannot read is answered, on either transport: `(id, code, kind)`, the
 /// error's message being `kind: why`; `None` for a notification or a response, which get no
 /// answer. Only a well-formed request can have bad params (-32602); a bad envelope, even
@@ -464,6 +462,8 @@ pub(crate) fn known_params_error(value: &Value) -> Option<String> {
     crate::framework::server::unreadable_cursor(method, cursor)
 }
 
+/// Whether `value` has JSON-RPC 2.0's request envelope: `"jsonrpc": "2.0"`, and an id, if
+/// any, that rmcp can hold (see [`answerable_id`]).
 fn valid_envelope(value: &Value) -> bool {
     value.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
         && value.get("id").is_none_or(|id| answerable_id(id).is_some())
