@@ -355,6 +355,12 @@ impl Context {
             let request = InputRequest::CreateMessage(CreateMessageRequest::new(params));
             return from_round(round.answer("sampling", self.input_name("sampling"), request));
         }
+        // What rmcp's `create_message` checks before it sends.
+        if (params.tools.is_some() || params.tool_choice.is_some())
+            && !peer.supports_sampling_tools()
+        {
+            return Err(ClientRequestError::Unsupported("sampling with tools"));
+        }
         params
             .validate()
             .map_err(|error| ClientRequestError::Failed(error.to_string()))?;
