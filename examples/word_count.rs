@@ -1,4 +1,5 @@
-//! A small MCP server of its own: PKB's tools plus `word_count` from this crate, on stdio.
+//! A small MCP server of its own on stdio: `word_count` from this crate, with PKB's `search`
+//! and `fetch` to find the notes it counts, and nothing else.
 //!
 //! `cargo run -p pkb-examples --example word_count -- --memory` (or `-- path/to/store.db`).
 
@@ -6,11 +7,8 @@ use std::sync::Arc;
 
 use pkb_core::store::Store;
 use pkb_core::transport::{InlineToolCalls, LineTransport};
-use pkb_core::{McpServer, NotesApp, Registry};
+use pkb_core::{McpServer, NotesApp, Registry, declarations};
 use rmcp::ServiceExt;
-
-// Linking the library registers `word_count`.
-use pkb_examples as _;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -18,7 +16,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         None | Some("--memory") => Store::open_in_memory(true)?,
         Some(path) => Store::open(path.as_ref(), true)?,
     };
-    let registry = Arc::new(Registry::collect()?);
+    // Exactly the tools named here: PKB's own are served only when asked for.
+    let tools = declarations![
+        pkb_examples::word_count,
+        pkb_core::tools::search::search,
+        pkb_core::tools::fetch::fetch,
+    ];
+    let registry = Arc::new(Registry::new(tools)?);
     let server = McpServer::new(registry, NotesApp::Shared(store));
     // Tool calls answered in the transport, once the client has initialized, skip a task and a
     // channel hop each in rmcp's service loop.

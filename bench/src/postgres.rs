@@ -80,7 +80,7 @@ impl Database {
             let database = PgDatabase::connect(&self.url, true)
                 .await
                 .map_err(|e| e.to_string())?;
-            let store = database.store_for(pkb_core::auth::User::local().storage_key());
+            let store = database.store_for(pkb_core::User::local().storage_key());
             work(&store).await.map_err(|e| e.to_string())
         })
     }

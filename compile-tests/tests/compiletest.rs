@@ -1,4 +1,4 @@
-//! Compile tests for `#[pkb_tool]`, `#[pkb_resource]` and `#[pkb_prompt]`: every mistake a
+//! Compile tests for `#[pkb_tool]`, `#[pkb_resource]`, `#[pkb_prompt]` and `declarations!`: every mistake a
 //! user can make gets one clear error at the offending token (`ui/fail/<category>/`), and
 //! every supported form compiles (`ui/pass/`).
 //!

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use pkb_core::transport::http::{HttpServer, HttpSettings};
 use pkb_core::{
-    ClientRequestError, Contents, Context, McpServer, PromptError, Registry, ResourceError,
-    Stateless, ToolError, pkb_prompt, pkb_resource, pkb_tool,
+    ClientRequestError, Contents, Context, Declarations, McpServer, PromptError, Registry,
+    ResourceError, Stateless, ToolError, pkb_prompt, pkb_resource, pkb_tool,
 };
 use rmcp::model::{
     ContentBlock, CreateMessageRequestParams, ElicitationSchema, LoggingLevel, PromptMessage,
@@ -462,7 +462,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| "127.0.0.1:8001".into())
         .parse()?;
     // Only this file's fixtures, whatever else is linked.
-    let registry = Arc::new(Registry::collect_from(module_path!())?);
+    let registry = Arc::new(Registry::new(
+        Declarations::collected().in_module(module_path!()),
+    )?);
     let app = Stateless::new("pkb-conformance-fixtures", env!("CARGO_PKG_VERSION"));
     let server =
         HttpServer::bind(HttpSettings::loopback(bind), McpServer::new(registry, app)).await?;

@@ -1,5 +1,6 @@
 //! A further tool written with `#[pkb_tool]`, exactly as a user of `pkb-core` would write one.
-//! Linking this crate is all it takes to register it; `examples/word_count.rs` serves it.
+//! `examples/word_count.rs` serves it by name, beside two of PKB's tools; a server that
+//! serves everything it links (`Registry::collect()`) gets it too.
 
 use pkb_core::{Context, NotesContext, ToolError, pkb_tool};
 use schemars::JsonSchema;

@@ -13,7 +13,13 @@ async fn the_example_server_serves_word_count_over_stdio() {
     command.arg("--memory");
     let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();
-    assert!(tools.iter().any(|t| t.name == "word_count"));
+    let mut names: Vec<_> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        ["fetch", "search", "word_count"],
+        "exactly the tools it names"
+    );
     let mut params = CallToolRequestParams::new("word_count");
     params.arguments = json!({"id": "deploy-checklist"}).as_object().cloned();
     let result = client.call_tool(params).await.unwrap();

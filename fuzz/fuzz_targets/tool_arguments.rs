@@ -28,5 +28,5 @@ fuzz_target!(|data: &[u8]| {
 
 fn registry() -> &'static Registry {
     static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
-    REGISTRY.get_or_init(|| Registry::collect().expect("registry"))
+    REGISTRY.get_or_init(|| Registry::new(pkb_core::notes_declarations()).expect("registry"))
 }

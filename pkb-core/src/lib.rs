@@ -1,29 +1,45 @@
-//! PKB core: the notes domain, the durable store, and every MCP tool, resource and prompt.
+//! PKB core: a framework for MCP servers, and PKB's notes server built on it.
 //!
 //! Each tool, resource and prompt is one annotated `async fn`; see [`pkb_tool`],
-//! [`pkb_resource`] and [`pkb_prompt`]. [`Registry::collect`] gathers every declaration of
-//! every linked crate. The framework's guide follows; its Rust examples are compiled as doctests.
+//! [`pkb_resource`] and [`pkb_prompt`]. Cargo features cut the crate along its seams: without
+//! default features it is the framework alone (declarations, schemas and validation, the MCP
+//! server, stdio); `http` adds Streamable HTTP, `auth` bearer tokens and OAuth, `notes` PKB's
+//! notes domain with its SQLite store, `postgres` the PostgreSQL store; `full`, the default,
+//! is all of them. The framework's guide follows; its Rust examples are compiled as doctests.
 #![doc = include_str!("../../docs/framework.md")]
 
 // Lets this crate use its own macros, whose expansions name `::pkb_core`.
 extern crate self as pkb_core;
 
+#[cfg(feature = "auth")]
 pub mod auth;
+#[cfg(any(feature = "http", feature = "postgres"))]
+mod crypto_provider;
+#[cfg(feature = "notes")]
 pub mod fold;
 pub mod framework;
+pub mod identity;
 mod locks;
+#[cfg(feature = "notes")]
 pub mod note;
+#[cfg(feature = "notes")]
 pub mod store;
+pub mod text;
+#[cfg(any(feature = "auth", feature = "notes"))]
+mod timestamp;
 
+pub use framework::access::{Access, Principal, ScopeNames, Scopes};
 pub use framework::app::{App, ResourcePage, Stateless};
 pub use framework::args::{ArgRules, ArgSpec, InvalidArguments};
 pub use framework::context::{AppState, ClientRequestError, Context, Session};
+pub use framework::declarations::{Declaration, Declarations};
 pub use framework::prompt::{PromptDef, PromptError};
 pub use framework::registry::{Completion, CompletionTarget, MAX_COMPLETIONS, Registry};
 pub use framework::resource::{ResourceBody, ResourceDef, ResourceError};
 pub use framework::server::McpServer;
 pub use framework::tool::{Annotations, Contents, ToolDef, ToolError, ToolOutput};
-pub use pkb_macros::{pkb_prompt, pkb_resource, pkb_tool};
+pub use identity::User;
+pub use pkb_macros::{declarations, pkb_prompt, pkb_resource, pkb_tool};
 
 #[doc(hidden)]
 /// Not public API. Used by generated code.
@@ -33,6 +49,7 @@ pub mod __private {
     };
     pub use crate::framework::checks::*;
     pub use crate::framework::context::Context;
+    pub use crate::framework::declarations::Declaration;
     pub use crate::framework::prompt::{PromptDef, PromptError, PromptReturn, prompt_invalid};
     pub use crate::framework::registry::{
         CompletionDef, PromptRegistration, ResourceRegistration, ToolRegistration,
@@ -49,12 +66,19 @@ pub mod __private {
     pub use serde_json::Value;
 }
 
+#[cfg(feature = "notes")]
 pub mod notes_app;
+#[cfg(feature = "notes")]
 pub mod prompts;
+#[cfg(feature = "notes")]
 pub mod resources;
+#[cfg(feature = "notes")]
 pub mod summary;
+#[cfg(feature = "notes")]
 pub mod tools;
 pub mod transport;
+#[cfg(feature = "notes")]
 pub mod vault;
 
-pub use notes_app::{NotesApp, NotesContext};
+#[cfg(feature = "notes")]
+pub use notes_app::{NOTES_SCOPES, NotesApp, NotesContext, notes_declarations};

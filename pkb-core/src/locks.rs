@@ -14,10 +14,10 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Reads `lock`, poisoned or not.
 #[cfg_attr(
-    not(feature = "http"),
+    not(feature = "auth"),
     allow(
         dead_code,
-        reason = "only the OAuth key set, behind `http`, is an RwLock"
+        reason = "only the OAuth key set, behind `auth`, is an RwLock"
     )
 )]
 pub(crate) fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
@@ -26,10 +26,10 @@ pub(crate) fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
 
 /// Writes `lock`, poisoned or not.
 #[cfg_attr(
-    not(feature = "http"),
+    not(feature = "auth"),
     allow(
         dead_code,
-        reason = "only the OAuth key set, behind `http`, is an RwLock"
+        reason = "only the OAuth key set, behind `auth`, is an RwLock"
     )
 )]
 pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {

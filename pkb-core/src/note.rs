@@ -133,10 +133,8 @@ pub fn is_valid_id(id: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
-/// The current time as RFC 3339 in UTC with millisecond precision, e.g. `2026-11-29T18:34:03.120Z`.
-pub fn now_rfc3339() -> String {
-    format_rfc3339(time::OffsetDateTime::now_utc())
-}
+use crate::timestamp::format_rfc3339;
+pub use crate::timestamp::now_rfc3339;
 
 /// A date and time as a store keeps it (RFC 3339, UTC, milliseconds), from what a person or
 /// another tool wrote: RFC 3339 with any offset, `YYYY-MM-DD HH:MM[:SS]` or
@@ -173,20 +171,6 @@ pub fn canonical_timestamp(text: &str) -> Option<String> {
     time::Date::parse(text, format_description!("[year]-[month]-[day]"))
         .ok()
         .map(|date| format_rfc3339(date.midnight().assume_utc()))
-}
-
-/// Formats by hand so that the shape never varies: a fixed three-digit fraction and `Z`.
-fn format_rfc3339(t: time::OffsetDateTime) -> String {
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.millisecond()
-    )
 }
 
 #[cfg(test)]

@@ -6,13 +6,37 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use rmcp::model::{Implementation, Resource};
 
-use crate::auth::User;
+use crate::framework::access::ScopeNames;
 use crate::framework::app::{App, ResourcePage};
 use crate::framework::context::AppState;
+use crate::identity::User;
 use crate::resources::note_uri;
 use crate::store::per_user::UserStores;
 use crate::store::{Store, StoreError};
-use crate::{Context, ResourceError, ToolError};
+use crate::{
+    Context, Declarations, ResourceError, ToolError, declarations, prompts, resources, tools,
+};
+
+/// PKB's scopes: `notes:read` to read notes, `notes:write` to change them.
+pub const NOTES_SCOPES: ScopeNames = ScopeNames::new("notes:read", "notes:write");
+
+/// PKB's tools, resources and prompt. They are declared with `collect = false`: a server
+/// gets them only by asking, all of them here or each by its path
+/// (`declarations![pkb_core::tools::fetch::fetch]`).
+pub fn notes_declarations() -> Declarations {
+    declarations![
+        tools::delete::delete,
+        tools::echo::echo,
+        tools::fetch::fetch,
+        tools::search::search,
+        tools::summarize::summarize,
+        tools::summarize::summarize_and_save,
+        tools::write::write,
+        resources::index::notes_index,
+        resources::note::note_resource,
+        prompts::quick_capture::quick_capture,
+    ]
+}
 
 /// Whose notes a request reaches.
 #[derive(Clone)]

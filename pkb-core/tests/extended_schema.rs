@@ -1,7 +1,7 @@
 //! A tool's `extend_schema` keywords are part of its input schema and are enforced before the
 //! fn runs, with every violation named; the tool below exists only in this test binary.
 
-use pkb_core::{Context, Registry, Stateless};
+use pkb_core::{Context, Declarations, Registry, Stateless};
 use serde_json::{Value, json};
 
 mod good {
@@ -54,7 +54,8 @@ mod bad {
 }
 
 fn registry() -> Registry {
-    Registry::collect_from(concat!(module_path!(), "::good")).expect("the test tool registers")
+    Registry::new(Declarations::collected().in_module(concat!(module_path!(), "::good")))
+        .expect("the test tool registers")
 }
 
 async fn call(registry: &Registry, arguments: Value) -> (bool, String) {
@@ -80,9 +81,10 @@ fn the_listing_states_the_extension_beside_the_derived_schema() {
 
 #[test]
 fn an_unusable_extension_stops_the_registry_at_startup() {
-    let error = Registry::collect_from(concat!(module_path!(), "::bad"))
-        .err()
-        .expect("the registry refuses the tool");
+    let error =
+        Registry::new(Declarations::collected().in_module(concat!(module_path!(), "::bad")))
+            .err()
+            .expect("the registry refuses the tool");
     assert_eq!(
         error.to_string(),
         "the input schema of tool `contradicted` is unusable: `properties` comes from the fn's arguments; state it with `#[arg(...)]`, not in the extension"

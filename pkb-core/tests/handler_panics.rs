@@ -63,14 +63,16 @@ async fn serve_a_panicking_tool(direct: bool) {
     use std::sync::Arc;
 
     use pkb_core::transport::{InlineToolCalls, LineTransport};
-    use pkb_core::{McpServer, NotesApp};
+    use pkb_core::{Declarations, McpServer, NotesApp};
     use rmcp::ServiceExt;
     use rmcp::model::CallToolRequestParams;
 
     let (client_side, server_side) = tokio::io::duplex(1 << 16);
     let (server_read, server_write) = tokio::io::split(server_side);
+    // The test's own tool, collected, beside PKB's, named.
+    let declarations = Declarations::collected() + pkb_core::notes_declarations();
     let server = McpServer::new(
-        Arc::new(Registry::collect().unwrap()),
+        Arc::new(Registry::new(declarations).unwrap()),
         NotesApp::Shared(Store::open_in_memory(true).unwrap()),
     );
     let mut transport = LineTransport::new(server_read, server_write);

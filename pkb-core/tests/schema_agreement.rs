@@ -196,7 +196,7 @@ fn assert_rules_advertised(tool: &str, schema: &Value, specs: &[ArgSpec]) {
 
 #[test]
 fn every_tool_schema_matches_its_validation() {
-    let registry = Registry::collect().unwrap();
+    let registry = Registry::new(pkb_core::notes_declarations()).unwrap();
     let mut probed = 0;
     for tool in registry.tools() {
         let def = registry.tool(&tool.name).unwrap();
@@ -210,7 +210,7 @@ fn every_tool_schema_matches_its_validation() {
 
 #[test]
 fn prompt_arguments_match_their_validation() {
-    let registry = Registry::collect().unwrap();
+    let registry = Registry::new(pkb_core::notes_declarations()).unwrap();
     for prompt in registry.prompts() {
         let def = registry.prompt(&prompt.name).unwrap();
         for (argument, spec) in prompt.arguments.unwrap().iter().zip(def.args) {

@@ -16,6 +16,8 @@ pub struct ToolAttr {
     /// `crate = "path"`: where the generated code finds `pkb_core` (serde's pattern), for a
     /// crate that reaches it through another name or a re-export.
     pub krate: Option<Path>,
+    /// `collect = false`: left out of `Registry::collect()`, served only when named.
+    pub collect: Option<Spanned<bool>>,
     pub name: Option<LitStr>,
     pub title: Option<LitStr>,
     pub description: Option<LitStr>,
@@ -35,6 +37,8 @@ pub struct ResourceAttr {
     /// `crate = "path"`: where the generated code finds `pkb_core` (serde's pattern), for a
     /// crate that reaches it through another name or a re-export.
     pub krate: Option<Path>,
+    /// `collect = false`: left out of `Registry::collect()`, served only when named.
+    pub collect: Option<Spanned<bool>>,
     pub uri: Option<LitStr>,
     pub name: Option<LitStr>,
     pub title: Option<LitStr>,
@@ -49,16 +53,18 @@ pub struct PromptAttr {
     /// `crate = "path"`: where the generated code finds `pkb_core` (serde's pattern), for a
     /// crate that reaches it through another name or a re-export.
     pub krate: Option<Path>,
+    /// `collect = false`: left out of `Registry::collect()`, served only when named.
+    pub collect: Option<Spanned<bool>>,
     pub name: Option<LitStr>,
     pub title: Option<LitStr>,
     pub description: Option<LitStr>,
     pub complete: Vec<(Ident, Path)>,
 }
 
-const TOOL_KEYS: &str = "`crate`, `name`, `title`, `description`, `read_only`, `destructive`, `idempotent`, `open_world`, `text`, `extend_schema`";
+const TOOL_KEYS: &str = "`crate`, `collect`, `name`, `title`, `description`, `read_only`, `destructive`, `idempotent`, `open_world`, `text`, `extend_schema`";
 const RESOURCE_KEYS: &str =
-    "`crate`, `uri`, `name`, `title`, `description`, `mime_type`, `complete`";
-const PROMPT_KEYS: &str = "`crate`, `name`, `title`, `description`, `complete`";
+    "`crate`, `collect`, `uri`, `name`, `title`, `description`, `mime_type`, `complete`";
+const PROMPT_KEYS: &str = "`crate`, `collect`, `name`, `title`, `description`, `complete`";
 
 /// Parses `#[pkb_tool(...)]` arguments, collecting every error.
 pub fn parse_tool(args: TokenStream, errors: &mut Vec<syn::Error>) -> ToolAttr {
@@ -67,6 +73,7 @@ pub fn parse_tool(args: TokenStream, errors: &mut Vec<syn::Error>) -> ToolAttr {
         let key = meta_key(&meta)?;
         match key.as_str() {
             "crate" => set_once(&mut attr.krate, &meta, &key, crate_path(&meta)?),
+            "collect" => set_once(&mut attr.collect, &meta, &key, flag(&meta)?),
             "name" => set_once(&mut attr.name, &meta, &key, lit_str(&meta)?),
             "title" => set_once(&mut attr.title, &meta, &key, lit_str(&meta)?),
             "description" => set_once(&mut attr.description, &meta, &key, lit_str(&meta)?),
@@ -96,6 +103,7 @@ pub fn parse_resource(args: TokenStream, errors: &mut Vec<syn::Error>) -> Resour
         let key = meta_key(&meta)?;
         match key.as_str() {
             "crate" => set_once(&mut attr.krate, &meta, &key, crate_path(&meta)?),
+            "collect" => set_once(&mut attr.collect, &meta, &key, flag(&meta)?),
             "uri" => set_once(&mut attr.uri, &meta, &key, lit_str(&meta)?),
             "name" => set_once(&mut attr.name, &meta, &key, lit_str(&meta)?),
             "title" => set_once(&mut attr.title, &meta, &key, lit_str(&meta)?),
@@ -116,6 +124,7 @@ pub fn parse_prompt(args: TokenStream, errors: &mut Vec<syn::Error>) -> PromptAt
         let key = meta_key(&meta)?;
         match key.as_str() {
             "crate" => set_once(&mut attr.krate, &meta, &key, crate_path(&meta)?),
+            "collect" => set_once(&mut attr.collect, &meta, &key, flag(&meta)?),
             "name" => set_once(&mut attr.name, &meta, &key, lit_str(&meta)?),
             "title" => set_once(&mut attr.title, &meta, &key, lit_str(&meta)?),
             "description" => set_once(&mut attr.description, &meta, &key, lit_str(&meta)?),

@@ -71,11 +71,15 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     let output_schema = quote_spanned! {ret.span()=> __pkb::output_schema_of::<#ret>};
     let item = &handler.item;
     let krate = crate_path(attr.krate.as_ref());
+    let (declaration, declaration_type) = declaration_item(&handler, &krate);
+    let submit = collected(
+        attr.collect.as_ref(),
+        quote!(__pkb::inventory::submit! { __pkb::ToolRegistration(&__PKB_TOOL) }),
+    );
     quote! {
         #item
 
-        #[doc(hidden)]
-        const _: () = {
+        #declaration = {
             use #krate::__private as __pkb;
             #specialization
             #checks
@@ -106,7 +110,8 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
                 extend_schema: #extend_schema,
                 call: __pkb_call,
             };
-            __pkb::inventory::submit! { __pkb::ToolRegistration(&__PKB_TOOL) }
+            #submit
+            #declaration_type::Tool(&__PKB_TOOL)
         };
     }
 }
@@ -187,11 +192,15 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
     let fn_ident = &handler.item.sig.ident;
     let item = &handler.item;
     let krate = crate_path(attr.krate.as_ref());
+    let (declaration, declaration_type) = declaration_item(&handler, &krate);
+    let submit = collected(
+        attr.collect.as_ref(),
+        quote!(__pkb::inventory::submit! { __pkb::ResourceRegistration(&__PKB_RESOURCE) }),
+    );
     quote! {
         #item
 
-        #[doc(hidden)]
-        const _: () = {
+        #declaration = {
             use #krate::__private as __pkb;
             #specialization
             #checks
@@ -218,8 +227,41 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
                 read: __pkb_read,
                 completions: &[#(#completions),*],
             };
-            __pkb::inventory::submit! { __pkb::ResourceRegistration(&__PKB_RESOURCE) }
+            #submit
+            #declaration_type::Resource(&__PKB_RESOURCE)
         };
+    }
+}
+
+/// `declarations![path, ...]`: each path's last segment turned into the static its attribute
+/// made beside the fn, so a path to anything else fails to compile at that path.
+pub fn declarations(input: TokenStream) -> TokenStream {
+    let parser = syn::punctuated::Punctuated::<Path, syn::Token![,]>::parse_terminated;
+    let paths = match syn::parse::Parser::parse2(parser, input) {
+        Ok(paths) => paths,
+        Err(error) => return error.to_compile_error(),
+    };
+    let mut errors = Vec::new();
+    let statics: Vec<Path> = paths
+        .into_iter()
+        .filter_map(|mut path| {
+            let last = path.segments.last_mut()?;
+            if !last.arguments.is_none() {
+                errors.push(syn::Error::new_spanned(
+                    &last.arguments,
+                    "a declaration is named by the path to its fn, without generic arguments",
+                ));
+                return None;
+            }
+            last.ident = declaration_ident(&last.ident);
+            Some(path)
+        })
+        .collect();
+    if !errors.is_empty() {
+        return with_errors(TokenStream::new(), errors).into();
+    }
+    quote! {
+        <::pkb_core::Declarations as ::core::iter::FromIterator<::pkb_core::__private::Declaration>>::from_iter([#(#statics),*])
     }
 }
 
@@ -265,11 +307,15 @@ pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
     let fn_ident = &handler.item.sig.ident;
     let item = &handler.item;
     let krate = crate_path(attr.krate.as_ref());
+    let (declaration, declaration_type) = declaration_item(&handler, &krate);
+    let submit = collected(
+        attr.collect.as_ref(),
+        quote!(__pkb::inventory::submit! { __pkb::PromptRegistration(&__PKB_PROMPT) }),
+    );
     quote! {
         #item
 
-        #[doc(hidden)]
-        const _: () = {
+        #declaration = {
             use #krate::__private as __pkb;
             #specialization
             #checks
@@ -294,7 +340,8 @@ pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
                 get: __pkb_get,
                 completions: &[#(#completions),*],
             };
-            __pkb::inventory::submit! { __pkb::PromptRegistration(&__PKB_PROMPT) }
+            #submit
+            #declaration_type::Prompt(&__PKB_PROMPT)
         };
     }
 }
@@ -482,6 +529,36 @@ fn check_completions(
 }
 
 /// Where the expansion finds `pkb_core`: `crate = "..."`, else `::pkb_core`.
+/// The static a declaration is named by, beside the fn and with its visibility:
+/// `__pkb_declaration_<fn>`, which `declarations![...]` names for a path to the fn. Returns
+/// the item up to its `=`, and the path of the `Declaration` type.
+fn declaration_item(handler: &Handler, krate: &TokenStream) -> (TokenStream, TokenStream) {
+    let vis = &handler.item.vis;
+    let ident = declaration_ident(&handler.item.sig.ident);
+    let ty = quote!(#krate::__private::Declaration);
+    (
+        quote! {
+            #[doc(hidden)]
+            #[allow(non_upper_case_globals, dead_code)]
+            #vis static #ident: #ty
+        },
+        ty,
+    )
+}
+
+/// The name of the static holding the declaration of the fn `ident`.
+pub fn declaration_ident(ident: &Ident) -> Ident {
+    format_ident!("__pkb_declaration_{}", ident, span = ident.span())
+}
+
+/// The registration for `Registry::collect()`, unless the attribute said `collect = false`.
+fn collected(collect: Option<&attr::Spanned<bool>>, submit: TokenStream) -> TokenStream {
+    match collect {
+        Some(flag) if !flag.value => TokenStream::new(),
+        _ => submit,
+    }
+}
+
 fn crate_path(given: Option<&syn::Path>) -> TokenStream {
     given.map_or_else(|| quote!(::pkb_core), |path| quote!(#path))
 }

@@ -31,3 +31,11 @@ pub fn pkb_resource(args: TokenStream, item: TokenStream) -> TokenStream {
 pub fn pkb_prompt(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::prompt(args.into(), item.into()).into()
 }
+
+/// Names the declarations a server serves: `declarations![word_count, my_app::notes_index]`,
+/// each a path to a fn declared with one of the three attributes. See
+/// `pkb_core::declarations`.
+#[proc_macro]
+pub fn declarations(input: TokenStream) -> TokenStream {
+    expand::declarations(input.into()).into()
+}

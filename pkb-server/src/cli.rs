@@ -207,7 +207,7 @@ pub enum AuthMode {
 
 /// `pkb-server token ...`.
 pub fn token(command: &TokenCommand, data_dir: PathBuf) -> ExitCode {
-    let tokens = pkb_core::auth::TokenFile::new(data_dir);
+    let tokens = pkb_core::auth::TokenFile::new(data_dir, pkb_core::NOTES_SCOPES);
     match command {
         TokenCommand::Create { name, read_only } => match tokens.create(name, *read_only) {
             Ok(token) => {

@@ -14,15 +14,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use pkb_core::auth::{Authenticator, JwtVerifier, OAuthSettings, TokenVerifier, User};
+use pkb_core::auth::{Authenticator, JwtVerifier, OAuthSettings, TokenVerifier};
 use pkb_core::framework::changes::ChangeHub;
 use pkb_core::framework::input_rounds::{MIN_STATE_KEY_BYTES, RoundStates};
 use pkb_core::store::Store;
 use pkb_core::store::per_user::{IDLE_CLOSE, UserStores};
 use pkb_core::store::postgres::PgDatabase;
-use pkb_core::transport::http::{HttpServer, HttpSettings, Tls};
+use pkb_core::transport::http::{BearerAuth, HttpError, HttpServer, HttpSettings, Tls};
 use pkb_core::transport::{InlineToolCalls, LineTransport};
-use pkb_core::{Context, McpServer, NotesApp, Registry};
+use pkb_core::{Context, McpServer, NOTES_SCOPES, NotesApp, Registry, User, notes_declarations};
 use rmcp::ServiceExt;
 use tracing_subscriber::EnvFilter;
 
@@ -73,7 +73,7 @@ fn rmcp_logs_an_error_answer(event: &tracing::Metadata<'_>) -> bool {
 }
 
 async fn run(cli: Cli) -> ExitCode {
-    let registry = match Registry::collect() {
+    let registry = match Registry::new(notes_declarations()) {
         Ok(registry) => Arc::new(registry),
         Err(error) => return fail(&error.to_string()),
     };
@@ -260,14 +260,14 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
         return fail("--oauth-issuer needs --auth oauth");
     }
     let auth = match cli.auth {
-        AuthMode::None => Authenticator::None,
+        AuthMode::None => None,
         AuthMode::Tokens => {
             let dir = match data_dir(&cli) {
                 Ok(dir) => dir,
                 Err(message) => return fail(&message),
             };
-            match TokenVerifier::open(&dir) {
-                Ok(tokens) => Authenticator::Tokens(tokens),
+            match TokenVerifier::open(&dir, NOTES_SCOPES) {
+                Ok(tokens) => Some(Authenticator::Tokens(tokens)),
                 Err(error) => return fail(&error.to_string()),
             }
         }
@@ -279,9 +279,10 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
                 issuer,
                 jwks_url: cli.oauth_jwks_url.clone(),
                 audience: cli.oauth_audience.clone(),
+                scopes: NOTES_SCOPES,
             };
             match JwtVerifier::start(settings).await {
-                Ok(jwt) => Authenticator::OAuth(jwt),
+                Ok(jwt) => Some(Authenticator::OAuth(jwt)),
                 Err(message) => return fail(&message),
             }
         }
@@ -290,7 +291,7 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
     let hub = Arc::new(ChangeHub::default());
     let mut _index_merge = None;
     let mut _idle_close = None;
-    let template = if auth.required() {
+    let template = if auth.is_some() {
         let users = if cli.memory {
             UserStores::in_memory(!cli.no_seed)
         } else if let Some(Database::Postgres(url)) = cli.db() {
@@ -344,10 +345,19 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
         },
         session_idle_timeout: Duration::from_secs(cli.session_idle_timeout),
         max_sessions: usize::try_from(cli.max_sessions).unwrap_or(usize::MAX),
-        auth: Arc::new(auth),
+        auth: auth.map(|auth| Arc::new(auth) as Arc<dyn BearerAuth>),
     };
     let server = match HttpServer::bind(settings, template).await {
         Ok(server) => server,
+        // The library's words, in the flags' terms.
+        Err(HttpError::OpenToTheNetwork(bind)) => {
+            return fail(&format!(
+                "--auth none serves everyone who can reach {bind} without a password; it is allowed only on a loopback address (127.0.0.1, ::1). Use --auth tokens or --auth oauth, or bind to 127.0.0.1"
+            ));
+        }
+        Err(HttpError::PublicUrl(url, problem)) => {
+            return fail(&format!("--public-url {url}: {problem}"));
+        }
         Err(error) => return fail(&error.to_string()),
     };
     eprintln!("pkb-server: listening on {}", server.url());

@@ -17,7 +17,7 @@ fn notes_in(db: &str) -> Vec<Note> {
         let database = runtime
             .block_on(pkb_core::store::postgres::PgDatabase::connect_existing(db))
             .expect("open the database");
-        database.store_for(pkb_core::auth::User::local().storage_key())
+        database.store_for(pkb_core::User::local().storage_key())
     } else {
         Store::open(Path::new(db), false).expect("open the store")
     };

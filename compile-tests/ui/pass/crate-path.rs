@@ -25,8 +25,8 @@ async fn greet() -> Result<Vec<PromptMessage>, PromptError> {
 }
 
 fn main() {
-    // This file's declarations only, none of PKB's.
-    let registry = Registry::collect_from(module_path!()).unwrap();
+    // This file's declarations, named.
+    let registry = Registry::new(pkb_core::declarations![hello, greeting, greet]).unwrap();
     assert_eq!(registry.tools().count(), 1);
     assert!(registry.tool("hello").is_some());
     assert!(registry.prompt("greet").is_some());

@@ -11,7 +11,8 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::{Principal, Scopes, User};
+use crate::framework::access::{Principal, ScopeNames};
+use crate::identity::User;
 use crate::locks::lock;
 
 /// Clock skew allowed on `exp`, `nbf` and `iat`.
@@ -52,6 +53,8 @@ pub struct OAuthSettings {
     /// What tokens' `aud` must hold; `None` is the resource `<public-url>/mcp`, which the
     /// HTTP server sets once it knows its address.
     pub audience: Option<String>,
+    /// The application's scope names, which tokens' `scope` or `scp` claims carry.
+    pub scopes: ScopeNames,
 }
 
 /// Checks access tokens against the issuer's keys.
@@ -81,9 +84,9 @@ struct Claims {
     exp: u64,
     iat: Option<u64>,
     #[serde(default)]
-    scope: Option<ScopeNames>,
+    scope: Option<ScopeClaim>,
     #[serde(default)]
-    scp: Option<ScopeNames>,
+    scp: Option<ScopeClaim>,
 }
 
 /// A claim naming scopes, in either form identity providers write: space-separated names
@@ -91,16 +94,16 @@ struct Claims {
 /// token, as a claim of the wrong type does.
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum ScopeNames {
+enum ScopeClaim {
     Spaced(String),
     Listed(Vec<String>),
 }
 
-impl ScopeNames {
-    fn scopes(&self) -> Scopes {
+impl ScopeClaim {
+    fn names(&self) -> Vec<&str> {
         match self {
-            ScopeNames::Spaced(names) => Scopes::from_names(names.split_whitespace()),
-            ScopeNames::Listed(names) => Scopes::from_names(names.iter().map(String::as_str)),
+            ScopeClaim::Spaced(names) => names.split_whitespace().collect(),
+            ScopeClaim::Listed(names) => names.iter().map(String::as_str).collect(),
         }
     }
 }
@@ -110,7 +113,7 @@ impl JwtVerifier {
     /// fetches it. Fails when neither can be had: a server that could accept no token should
     /// say so at start, not at the first request.
     pub async fn start(settings: OAuthSettings) -> Result<Self, String> {
-        crate::transport::http::install_crypto_provider();
+        crate::crypto_provider::install();
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .build()
@@ -215,7 +218,7 @@ impl JwtVerifier {
             .scope
             .as_ref()
             .or(claims.scp.as_ref())
-            .map(ScopeNames::scopes)
+            .map(|claim| self.settings.scopes.scopes_of(claim.names()))
             .unwrap_or_default();
         let principal = Principal {
             user: User::oauth_user(&claims.iss, &subject),

@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::{Principal, Scopes, User};
+use crate::framework::access::{Principal, ScopeNames, Scopes};
+use crate::identity::User;
 use crate::locks::lock;
 
 /// The file, in the data directory, that holds the tokens' hashes.
@@ -68,7 +69,7 @@ pub enum TokenError {
 pub struct TokenInfo {
     /// The token's name, which is also its user.
     pub name: String,
-    /// `notes:read`, or `notes:read notes:write`.
+    /// The scope names it carries: PKB's are `notes:read`, or `notes:read notes:write`.
     pub scope: String,
     /// When it was made (RFC 3339, UTC).
     pub created_at: String,
@@ -86,12 +87,17 @@ struct TokensDocument {
 #[derive(Debug, Clone)]
 pub struct TokenFile {
     dir: PathBuf,
+    scopes: ScopeNames,
 }
 
 impl TokenFile {
-    /// The tokens of the data directory `dir` (which need not exist yet).
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+    /// The tokens of the data directory `dir` (which need not exist yet), carrying the
+    /// application's `scopes`.
+    pub fn new(dir: impl Into<PathBuf>, scopes: ScopeNames) -> Self {
+        Self {
+            dir: dir.into(),
+            scopes,
+        }
     }
 
     /// The tokens file's path.
@@ -120,8 +126,8 @@ impl TokenFile {
         };
         document.tokens.push(TokenInfo {
             name: name.to_owned(),
-            scope: scopes.names(),
-            created_at: crate::note::now_rfc3339(),
+            scope: self.scopes.names_of(scopes),
+            created_at: crate::timestamp::now_rfc3339(),
             sha256: hex_sha256(&token),
         });
         self.write_document(&document)?;
@@ -257,6 +263,7 @@ fn read_document(path: &Path) -> Result<TokensDocument, TokenError> {
 /// A running server's view of the tokens file: reloaded when the file changes.
 pub struct TokenVerifier {
     path: PathBuf,
+    scopes: ScopeNames,
     state: Mutex<Loaded>,
 }
 
@@ -288,14 +295,21 @@ fn signature_of(path: &Path) -> Option<FileSignature> {
 }
 
 impl TokenVerifier {
-    /// Reads the tokens of the data directory `dir`. A missing file is no tokens yet.
-    pub fn open(dir: &Path) -> Result<Self, TokenError> {
+    /// Reads the tokens of the data directory `dir`, whose scope names are `scopes`. A
+    /// missing file is no tokens yet.
+    pub fn open(dir: &Path, scopes: ScopeNames) -> Result<Self, TokenError> {
         let path = dir.join(TOKENS_FILE);
-        let loaded = load(&path)?;
+        let loaded = load(&path, &scopes)?;
         Ok(Self {
             path,
+            scopes,
             state: Mutex::new(loaded),
         })
+    }
+
+    /// The scope names its tokens carry.
+    pub fn scope_names(&self) -> &ScopeNames {
+        &self.scopes
     }
 
     /// The principal of `token`, or `None`.
@@ -324,7 +338,7 @@ impl TokenVerifier {
         if signature_of(&self.path) == state.signature {
             return;
         }
-        match load(&self.path) {
+        match load(&self.path, &self.scopes) {
             Ok(loaded) => *state = loaded,
             Err(error) => {
                 // Refuse every token rather than keep serving ones that may be revoked.
@@ -336,7 +350,7 @@ impl TokenVerifier {
     }
 }
 
-fn load(path: &Path) -> Result<Loaded, TokenError> {
+fn load(path: &Path, names: &ScopeNames) -> Result<Loaded, TokenError> {
     let signature = signature_of(path);
     let document = read_document(path)?;
     let mut tokens = Vec::with_capacity(document.tokens.len());
@@ -345,7 +359,7 @@ fn load(path: &Path) -> Result<Loaded, TokenError> {
             path: path.to_owned(),
             reason: format!("the hash of `{}` is not 64 hex digits", info.name),
         })?;
-        let scopes = Scopes::from_names(info.scope.split_whitespace());
+        let scopes = names.scopes_of(info.scope.split_whitespace());
         tokens.push((hash, info.name, scopes));
     }
     Ok(Loaded {
@@ -370,10 +384,12 @@ fn decode_hex(text: &str) -> Option<[u8; 32]> {
 mod tests {
     use super::*;
 
+    const SCOPES: ScopeNames = ScopeNames::new("notes:read", "notes:write");
+
     #[test]
     fn create_verify_list_revoke() {
         let dir = tempfile::tempdir().unwrap();
-        let file = TokenFile::new(dir.path());
+        let file = TokenFile::new(dir.path(), SCOPES);
         let alice = file.create("alice", false).unwrap();
         let reader = file.create("reader", true).unwrap();
         assert!(alice.starts_with("pkb_") && alice.len() >= 40);
@@ -388,7 +404,7 @@ mod tests {
         let stored = std::fs::read_to_string(file.path()).unwrap();
         assert!(!stored.contains(&alice), "the token itself is never stored");
 
-        let verifier = TokenVerifier::open(dir.path()).unwrap();
+        let verifier = TokenVerifier::open(dir.path(), SCOPES).unwrap();
         let principal = verifier.verify(&alice).unwrap();
         assert_eq!(principal.user, User::token_user("alice"));
         assert_eq!(principal.scopes, Scopes::ALL);

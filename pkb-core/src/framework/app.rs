@@ -5,7 +5,7 @@ use futures::future::BoxFuture;
 use rmcp::model::{Implementation, Resource};
 
 use super::context::AppState;
-use crate::auth::User;
+use crate::identity::User;
 
 /// Resources an application lists after the declared fixed ones, a page at a time.
 #[derive(Debug, Default)]

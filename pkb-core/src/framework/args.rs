@@ -259,7 +259,7 @@ fn check_text(
             format!("must be at most {}", plural(max, "character")),
         );
     }
-    if single_line && let Some(problem) = super::text::single_line_problem(text) {
+    if single_line && let Some(problem) = crate::text::single_line_problem(text) {
         invalid.push(field, problem);
     }
 }

@@ -1,5 +1,5 @@
-//! The registry: every tool, resource and prompt that linked crates declared, collected once,
-//! sorted by name, with their MCP descriptions computed once.
+//! The registry: the tools, resources and prompts a server serves, sorted by name, with their
+//! MCP descriptions computed once.
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::args::InvalidArguments;
 use super::context::Context;
+use super::declarations::{Declaration, Declarations};
 use super::prompt::{PromptDef, PromptError};
 use super::resource::{ResourceBody, ResourceDef, ResourceError};
 use super::schema::{extend_schema, input_schema};
@@ -94,90 +95,46 @@ pub struct Completion {
 }
 
 impl Registry {
-    /// Collects what every linked crate declared.
-    pub fn collect() -> Result<Self, RegistryError> {
-        Self::from_defs(
-            inventory::iter::<ToolRegistration>.into_iter().map(|r| r.0),
-            inventory::iter::<ResourceRegistration>
-                .into_iter()
-                .map(|r| r.0),
-            inventory::iter::<PromptRegistration>
-                .into_iter()
-                .map(|r| r.0),
-        )
-    }
-
-    /// Collects what linked crates declared in `module` or the modules inside it, such as
-    /// `"my_server"` or `"my_server::fixtures"`: a server that serves only its own
-    /// declarations, whatever else is linked.
-    pub fn collect_from(module: &str) -> Result<Self, RegistryError> {
-        let inside = |declared: &str| {
-            declared
-                .strip_prefix(module)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
-        };
-        Self::from_defs(
-            inventory::iter::<ToolRegistration>
-                .into_iter()
-                .map(|r| r.0)
-                .filter(|def| inside(def.module)),
-            inventory::iter::<ResourceRegistration>
-                .into_iter()
-                .map(|r| r.0)
-                .filter(|def| inside(def.module)),
-            inventory::iter::<PromptRegistration>
-                .into_iter()
-                .map(|r| r.0)
-                .filter(|def| inside(def.module)),
-        )
-    }
-
-    /// Builds a registry from explicit definitions.
-    pub fn from_defs(
-        tools: impl IntoIterator<Item = &'static ToolDef>,
-        resources: impl IntoIterator<Item = &'static ResourceDef>,
-        prompts: impl IntoIterator<Item = &'static PromptDef>,
-    ) -> Result<Self, RegistryError> {
+    /// Serves `declarations`: their MCP descriptions computed once, tools and prompts sorted by
+    /// name, resources by URI.
+    pub fn new(declarations: Declarations) -> Result<Self, RegistryError> {
         let mut registry = Self {
             tools: BTreeMap::new(),
             resources: Vec::new(),
             prompts: BTreeMap::new(),
         };
-        for def in tools {
-            if registry
-                .tools
-                .insert(def.name, register_tool(def)?)
-                .is_some()
-            {
+        for declaration in declarations.iter() {
+            // Whether its name was free among those of its kind.
+            let fresh = match declaration {
+                Declaration::Tool(def) => registry
+                    .tools
+                    .insert(def.name, register_tool(def)?)
+                    .is_none(),
+                Declaration::Resource(def) => {
+                    let clash = registry
+                        .resources
+                        .iter()
+                        .any(|r| r.uri == def.uri || r.name == def.name);
+                    registry.resources.push(def);
+                    !clash
+                }
+                Declaration::Prompt(def) => registry.prompts.insert(def.name, def).is_none(),
+            };
+            if !fresh {
                 return Err(RegistryError::DuplicateName {
-                    kind: "tool",
-                    name: def.name.into(),
+                    kind: declaration.kind(),
+                    name: declaration.name().into(),
                 });
             }
-        }
-        for def in resources {
-            if registry
-                .resources
-                .iter()
-                .any(|r| r.uri == def.uri || r.name == def.name)
-            {
-                return Err(RegistryError::DuplicateName {
-                    kind: "resource",
-                    name: def.name.into(),
-                });
-            }
-            registry.resources.push(def);
         }
         registry.resources.sort_by_key(|r| r.uri);
-        for def in prompts {
-            if registry.prompts.insert(def.name, def).is_some() {
-                return Err(RegistryError::DuplicateName {
-                    kind: "prompt",
-                    name: def.name.into(),
-                });
-            }
-        }
         Ok(registry)
+    }
+
+    /// Serves every declaration linked crates left to be collected:
+    /// [`Declarations::collected`].
+    pub fn collect() -> Result<Self, RegistryError> {
+        Self::new(Declarations::collected())
     }
 
     /// The tools as MCP describes them, sorted by name.
@@ -427,13 +384,14 @@ fn describe_tool(def: &ToolDef, input_schema: Arc<JsonObject>) -> Tool {
     tool
 }
 
-#[cfg(test)]
+// PKB's declarations as a registry holds them.
+#[cfg(all(test, feature = "notes"))]
 mod tests {
     use super::Registry;
 
     #[test]
     fn the_registry_holds_the_contract_sorted_by_name() {
-        let registry = Registry::collect().unwrap();
+        let registry = Registry::new(crate::notes_declarations()).unwrap();
         let tools: Vec<&str> = registry.tools().map(|t| t.name.as_ref()).collect();
         assert_eq!(
             tools,

@@ -27,7 +27,8 @@ use super::changes::{ChangeHub, ChangeKind};
 use super::context::{AppState, DEFAULT_SAMPLING_TIMEOUT};
 use super::input_rounds::{CallIdentity, InputRound, RoundOutcome, RoundStates, input_required};
 use super::tool::ToolReply;
-use crate::auth::{Principal, User};
+use crate::framework::access::Principal;
+use crate::identity::User;
 use crate::{CompletionTarget, Context, Registry, ResourceBody, ResourceError, Session};
 
 /// The most entries in one page of resources/list.
@@ -799,29 +800,33 @@ mod tests {
     use rmcp::ServerHandler;
 
     use super::{McpServer, decode_cursor, encode_cursor};
-    use crate::auth::User;
     use crate::framework::input_rounds::RoundStates;
+    use crate::identity::User;
     use crate::{Registry, Stateless};
 
     #[test]
     fn capabilities_follow_what_the_registry_holds() {
         let app = || Stateless::new("test", "1");
-        let empty = Registry::from_defs([], [], []).unwrap();
+        let empty = Registry::new(crate::Declarations::new()).unwrap();
         let info = McpServer::new(Arc::new(empty), app()).get_info();
         let caps = info.capabilities;
         assert!(caps.tools.is_none() && caps.resources.is_none() && caps.prompts.is_none());
         assert!(caps.completions.is_none());
         assert!(caps.logging.is_some(), "handlers may always log");
 
-        let pkb = McpServer::new(Arc::new(Registry::collect().unwrap()), app()).get_info();
-        let caps = pkb.capabilities;
-        assert!(caps.tools.is_some() && caps.prompts.is_some() && caps.completions.is_some());
-        let resources = caps.resources.unwrap();
-        assert_eq!(
-            (resources.subscribe, resources.list_changed),
-            (Some(true), Some(true))
-        );
-        assert_eq!(pkb.server_info.name, "test");
+        #[cfg(feature = "notes")]
+        {
+            let registry = Registry::new(crate::notes_declarations()).unwrap();
+            let pkb = McpServer::new(Arc::new(registry), app()).get_info();
+            let caps = pkb.capabilities;
+            assert!(caps.tools.is_some() && caps.prompts.is_some() && caps.completions.is_some());
+            let resources = caps.resources.unwrap();
+            assert_eq!(
+                (resources.subscribe, resources.list_changed),
+                (Some(true), Some(true))
+            );
+            assert_eq!(pkb.server_info.name, "test");
+        }
     }
 
     #[test]

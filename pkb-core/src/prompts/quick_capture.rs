@@ -7,7 +7,12 @@ use crate::{Context, NotesContext, PromptError, pkb_prompt};
 
 /// Turns a piece of text into a note: the model picks a concise title and 1 to 3 tags, then
 /// saves it with the `write` tool.
-#[pkb_prompt(name = "quick_capture", title = "Quick capture", complete(tags = complete_tags))]
+#[pkb_prompt(
+    collect = false,
+    name = "quick_capture",
+    title = "Quick capture",
+    complete(tags = complete_tags)
+)]
 pub async fn quick_capture(
     /// The text to capture.
     #[arg(max_len = 10_000)]

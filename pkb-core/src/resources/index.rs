@@ -15,6 +15,7 @@ struct Index {
 
 /// Every note's ID, title, tags and last update, sorted by ID.
 #[pkb_resource(
+    collect = false,
     uri = "pkb://notes",
     name = "notes",
     title = "All notes",

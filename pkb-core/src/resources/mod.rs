@@ -1,7 +1,7 @@
 //! The note resources: the index `pkb://notes` and each note at `pkb://notes/{id}`.
 
-mod index;
-mod note;
+pub mod index;
+pub mod note;
 
 pub use index::notes_index;
 pub use note::note_resource;

@@ -5,6 +5,7 @@ use crate::{Context, NotesContext, ResourceError, pkb_resource};
 
 /// One note as markdown: its title as a heading, its tags, then its body.
 #[pkb_resource(
+    collect = false,
     uri = "pkb://notes/{id}",
     name = "note",
     title = "Note",

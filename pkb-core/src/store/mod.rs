@@ -10,6 +10,7 @@
 mod blocking;
 mod engine;
 pub mod per_user;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 mod query;
 mod queued_writes;
@@ -588,7 +589,7 @@ pub(crate) fn validate(draft: NoteDraft) -> Result<NoteDraft, StoreError> {
             "title must be 1 to {TITLE_MAX_CHARS} characters after trimming"
         )));
     }
-    if let Some(problem) = crate::framework::text::single_line_problem(title) {
+    if let Some(problem) = crate::text::single_line_problem(title) {
         return Err(StoreError::Invalid(format!("title {problem}")));
     }
     let tags = normalize_tags(&draft.tags);
@@ -642,5 +643,6 @@ fn validate_dates(dates: NoteDates) -> Result<NoteDates, StoreError> {
     })
 }
 
-#[cfg(test)]
+// Each test runs on SQLite and on PostgreSQL.
+#[cfg(all(test, feature = "postgres"))]
 mod tests;

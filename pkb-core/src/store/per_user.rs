@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::OnceCell;
 
+#[cfg(feature = "postgres")]
 use super::postgres::PgDatabase;
 use super::{Store, StoreError};
-use crate::auth::User;
+use crate::identity::User;
 use crate::locks::lock;
 
 /// How long a user's store stays open after their last request.
@@ -32,6 +33,7 @@ enum Location {
     /// In memory: gone at exit, and never closed while the server runs.
     Memory,
     /// Rows of one PostgreSQL database, the user's storage key in every key.
+    #[cfg(feature = "postgres")]
     Postgres(Arc<PgDatabase>),
 }
 
@@ -78,6 +80,7 @@ impl UserStores {
     }
 
     /// Users' notes as their rows of `database`; new users seeded as the database says.
+    #[cfg(feature = "postgres")]
     pub fn in_postgres(database: Arc<PgDatabase>) -> Self {
         Self {
             location: Location::Postgres(database),
@@ -95,6 +98,7 @@ impl UserStores {
     /// `user`'s store, opened (and created, seeded) when it is not open.
     pub async fn store_for(&self, user: &User) -> Result<Store, StoreError> {
         let key = user.storage_key();
+        #[cfg(feature = "postgres")]
         if let Location::Postgres(database) = &self.location {
             return Ok(database.store_for(key));
         }
@@ -124,6 +128,7 @@ impl UserStores {
     async fn open_store(&self, user: &User) -> Result<Store, StoreError> {
         let store = match &self.location {
             Location::Memory => Store::open_in_memory(self.seed)?,
+            #[cfg(feature = "postgres")]
             Location::Postgres(database) => database.store_for(user.storage_key()),
             Location::Dir(dir) => {
                 let path = Self::path_in(dir, user);

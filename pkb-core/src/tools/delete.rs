@@ -18,7 +18,7 @@ pub struct DeleteOutput {
 /// Deletes the note with this exact ID, at once and for good: it leaves search, fetch, the
 /// resources and completions. Nothing else is deleted (its summary, `<id>-summary`, stays).
 /// Writing the same title again afterwards creates a new note.
-#[pkb_tool(destructive, idempotent, text = deleted_text)]
+#[pkb_tool(collect = false, destructive, idempotent, text = deleted_text)]
 pub async fn delete(
     ctx: &Context,
     /// The note's ID, for example `deploy-checklist`.

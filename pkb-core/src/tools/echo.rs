@@ -13,7 +13,7 @@ pub struct EchoOutput {
 }
 
 /// Returns the text unchanged. Useful to check that the server answers.
-#[pkb_tool(read_only, idempotent, text = echo_text)]
+#[pkb_tool(collect = false, read_only, idempotent, text = echo_text)]
 pub async fn echo(
     /// The text to send back.
     #[arg(max_len = 10_000)]

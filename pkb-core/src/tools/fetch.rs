@@ -14,7 +14,7 @@ pub struct FetchOutput {
 }
 
 /// Fetches one note, with its full body, by its exact ID (as `search` returns it).
-#[pkb_tool(read_only, idempotent)]
+#[pkb_tool(collect = false, read_only, idempotent)]
 pub async fn fetch(
     ctx: &Context,
     /// The note's ID, for example `deploy-checklist`.

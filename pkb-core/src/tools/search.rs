@@ -31,7 +31,7 @@ pub struct SearchResult {
 /// Searches notes by words. Every word must match (as a word or a word's start, ignoring case
 /// and accents) in the title, tags or body; title matches rank highest. Returns IDs and titles
 /// only: use `fetch` to read a note.
-#[pkb_tool(read_only, idempotent)]
+#[pkb_tool(collect = false, read_only, idempotent)]
 pub async fn search(
     ctx: &Context,
     /// Words to look for, for example `deploy check`.

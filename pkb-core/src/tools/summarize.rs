@@ -23,7 +23,7 @@ pub struct SummarizeOutput {
 
 /// Summarizes one note. Asks the client's model through sampling when the client supports it;
 /// otherwise returns the note's first sentences (source `extractive`).
-#[pkb_tool(read_only)]
+#[pkb_tool(collect = false, read_only)]
 pub async fn summarize(
     ctx: &Context,
     /// The ID of the note to summarize.
@@ -52,7 +52,7 @@ pub struct SummarizeAndSaveOutput {
 /// `<id>-summary` (title "Summary of <title>", the source's tags plus `summary`). This replaces
 /// an earlier summary of the same note. When summarizing fails, nothing is saved. A note of
 /// that ID without the `summary` tag was not written by this tool and is never replaced.
-#[pkb_tool(destructive, text = saved_summary_text)]
+#[pkb_tool(collect = false, destructive, text = saved_summary_text)]
 pub async fn summarize_and_save(
     ctx: &Context,
     /// The ID of the note to summarize.

@@ -21,7 +21,7 @@ pub struct WriteOutput {
 /// Saves a note. Its ID is derived from the title ("Deploy checklist" -> `deploy-checklist`).
 /// When a note with that ID exists, nothing changes and an error says so, unless
 /// `overwrite` is true, which replaces it. Idempotent only when overwrite=false.
-#[pkb_tool(destructive, text = saved_text)]
+#[pkb_tool(collect = false, destructive, text = saved_text)]
 pub async fn write(
     ctx: &Context,
     /// The title: one line, 1 to 120 characters.

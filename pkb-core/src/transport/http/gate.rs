@@ -19,12 +19,13 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use serde::Deserialize;
 use tokio::sync::Notify;
 
+use super::BearerAuth;
 use super::direct_calls::{self, DirectCall};
 use super::stateless_streams::StatelessStreams;
 use super::{priming, unreadable};
 use crate::Registry;
-use crate::auth::{Authenticator, Principal, Scopes, User};
-use crate::framework::access::Access;
+use crate::framework::access::{Access, Principal};
+use crate::identity::User;
 use crate::locks::lock;
 use crate::transport::{InlineToolCalls, MAX_MESSAGE_BYTES};
 
@@ -36,8 +37,10 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// The gate's state, shared by every request.
 pub struct Gate {
     pub(super) registry: Arc<Registry>,
-    pub(super) auth: Arc<Authenticator>,
-    /// The RFC 9728 metadata URL, named in `WWW-Authenticate` in `oauth` mode.
+    /// `None`: no authentication, every request the one local user's.
+    pub(super) auth: Option<Arc<dyn BearerAuth>>,
+    /// The RFC 9728 metadata URL, named in `WWW-Authenticate` when the authenticator names
+    /// an authorization server.
     pub(super) resource_metadata: Option<String>,
     pub(super) sessions: Arc<LocalSessionManager>,
     pub(super) max_sessions: usize,
@@ -195,9 +198,9 @@ impl Gate {
         &self,
         headers: &http::HeaderMap,
     ) -> Result<Option<(Principal, Arc<str>)>, Response> {
-        if !self.auth.required() {
+        let Some(auth) = &self.auth else {
             return Ok(None);
-        }
+        };
         let Some(header) = headers.get(AUTHORIZATION) else {
             return Err(self.unauthorized(false));
         };
@@ -211,7 +214,7 @@ impl Gate {
         let Some(token) = token else {
             return Err(self.unauthorized(true));
         };
-        match self.auth.authenticate(token).await {
+        match auth.authenticate(token).await {
             Some(principal) => Ok(Some((principal, token.into()))),
             None => Err(self.unauthorized(true)),
         }
@@ -335,7 +338,8 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
             let params = name.map(|name| serde_json::json!({ "name": name }));
             let access: Access = gate.registry.required_access(rpc_method, params.as_ref());
             if !principal.scopes.allows(access)
-                && let Some(scope) = Scopes::needed_for(access)
+                && let Some(auth) = &gate.auth
+                && let Some(scope) = auth.scope_names().needed_for(access)
             {
                 return gate.forbidden(scope);
             }
@@ -415,7 +419,8 @@ pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -
         if method == Method::GET
             && let Some(principal) = &principal
             && !principal.scopes.allows(Access::Read)
-            && let Some(scope) = Scopes::needed_for(Access::Read)
+            && let Some(auth) = &gate.auth
+            && let Some(scope) = auth.scope_names().needed_for(Access::Read)
         {
             return gate.forbidden(scope);
         }
@@ -564,6 +569,7 @@ impl Gate {
     /// is no longer valid, and forgets the owners of sessions that ended. rmcp's own idle timer is reset by what the server
     /// sends too, so a session that only receives notifications would never end by it.
     pub(super) async fn end_idle_sessions(&self) {
+        let auth = self.auth.as_deref();
         let mut ending: Vec<String> = Vec::new();
         let mut tokens: Vec<(String, Arc<str>)> = Vec::new();
         for (id, owner) in lock(&self.owners).iter() {
@@ -575,13 +581,17 @@ impl Gate {
             }
         }
         for (id, token) in tokens {
-            if self.auth.authenticate(&token).await.is_none() {
+            if let Some(auth) = auth
+                && auth.authenticate(&token).await.is_none()
+            {
                 tracing::debug!(session = %id, "ending a session whose token was revoked or expired");
                 ending.push(id);
             }
         }
         for (stream, token) in self.streams.tokens() {
-            if self.auth.authenticate(&token).await.is_none() {
+            if let Some(auth) = auth
+                && auth.authenticate(&token).await.is_none()
+            {
                 tracing::debug!(stream, "ending a stream whose token was revoked or expired");
                 self.streams.end(stream);
             }
@@ -654,7 +664,7 @@ mod tests {
     fn gate() -> Gate {
         Gate {
             registry: Arc::new(Registry::collect().unwrap()),
-            auth: Arc::new(Authenticator::None),
+            auth: None,
             resource_metadata: None,
             sessions: Arc::new(LocalSessionManager::default()),
             max_sessions: 10,

@@ -5,6 +5,7 @@
 //! Every session gets its own [`McpServer`] from one template, so tools, resources and
 //! prompts are the same as on stdio: no handler learns which transport it is on.
 
+mod bearer;
 mod direct_calls;
 mod gate;
 mod listener;
@@ -16,7 +17,7 @@ mod unreadable;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -27,12 +28,13 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+pub use bearer::BearerAuth;
 pub use gate::BODY_TIMEOUT;
 pub use listener::{HEADER_TIMEOUT, Tls};
 pub use origin::OriginPolicy;
 
 use crate::McpServer;
-use crate::auth::{Authenticator, READ_SCOPE, WRITE_SCOPE};
+pub use crate::crypto_provider::install as install_crypto_provider;
 use crate::transport::MAX_MESSAGE_BYTES;
 
 /// How long a shutdown waits for the requests in flight.
@@ -65,13 +67,14 @@ pub struct HttpSettings {
     pub session_idle_timeout: Duration,
     /// At most this many sessions at once.
     pub max_sessions: usize,
-    /// How requests are authenticated.
-    pub auth: Arc<Authenticator>,
+    /// How requests are authenticated; `None` serves everyone as one user, which is
+    /// allowed on a loopback address only.
+    pub auth: Option<Arc<dyn BearerAuth>>,
 }
 
 impl HttpSettings {
     /// Plain HTTP at `bind` without authorization (so on a loopback address only), with the
-    /// defaults of `pkb-server --http`: sessions idle for 30 minutes end, at most 10,000.
+    /// defaults PKB's server uses: sessions idle for 30 minutes end, at most 10,000.
     pub fn loopback(bind: SocketAddr) -> Self {
         Self {
             bind,
@@ -81,7 +84,7 @@ impl HttpSettings {
             tls: None,
             session_idle_timeout: Duration::from_secs(1800),
             max_sessions: 10_000,
-            auth: Arc::new(Authenticator::None),
+            auth: None,
         }
     }
 }
@@ -89,13 +92,13 @@ impl HttpSettings {
 /// Why the HTTP server did not start.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
-    /// `--auth none` off a loopback address.
+    /// No authentication, off a loopback address.
     #[error(
-        "--auth none serves everyone who can reach {0} without a password; it is allowed only on a loopback address (127.0.0.1, ::1). Use --auth tokens or --auth oauth, or bind to 127.0.0.1"
+        "serving without authentication to everyone who can reach {0} is allowed only on a loopback address (127.0.0.1, ::1): authenticate requests, or bind to 127.0.0.1"
     )]
     OpenToTheNetwork(SocketAddr),
     /// The public URL is not an http(s) URL.
-    #[error("--public-url {0}: {1}")]
+    #[error("the public URL {0}: {1}")]
     PublicUrl(String, String),
     /// The address cannot be bound.
     #[error("cannot listen on {0}: {1}")]
@@ -103,14 +106,6 @@ pub enum HttpError {
     /// The certificate or key cannot be used.
     #[error("{0}")]
     Tls(String),
-}
-
-/// Makes ring the process's TLS provider, once: rustls and the HTTP client find it there.
-pub fn install_crypto_provider() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
 }
 
 /// A bound HTTP server, not yet serving.
@@ -125,7 +120,7 @@ pub struct HttpServer {
 impl HttpServer {
     /// Binds the address and builds the service; serving starts with [`HttpServer::run`].
     pub async fn bind(settings: HttpSettings, template: McpServer) -> Result<Self, HttpError> {
-        if !settings.auth.required() && !settings.bind.ip().is_loopback() {
+        if settings.auth.is_none() && !settings.bind.ip().is_loopback() {
             return Err(HttpError::OpenToTheNetwork(settings.bind));
         }
         install_crypto_provider();
@@ -191,17 +186,14 @@ impl HttpServer {
         );
 
         let resource = format!("{public_url}{MCP_PATH}");
-        let oauth = match settings.auth.as_ref() {
-            Authenticator::OAuth(jwt) => {
-                jwt.default_audience(&resource);
-                Some(jwt.settings().issuer.clone())
-            }
-            _ => None,
-        };
+        let issuer = settings
+            .auth
+            .as_ref()
+            .and_then(|auth| auth.authorization_server(&resource));
         let gate = Arc::new(gate::Gate {
             registry,
-            auth: Arc::clone(&settings.auth),
-            resource_metadata: oauth
+            auth: settings.auth.clone(),
+            resource_metadata: issuer
                 .as_ref()
                 .map(|_| format!("{public_url}{RESOURCE_METADATA_PATH}")),
             sessions,
@@ -220,11 +212,11 @@ impl HttpServer {
         let mut router = Router::new()
             .route("/healthz", get(|| async { "ok" }))
             .merge(mcp);
-        if let Some(issuer) = oauth {
+        if let (Some(issuer), Some(auth)) = (issuer, &settings.auth) {
             let metadata = json!({
                 "resource": resource,
                 "authorization_servers": [issuer],
-                "scopes_supported": [READ_SCOPE, WRITE_SCOPE],
+                "scopes_supported": auth.scope_names().all(),
                 "bearer_methods_supported": ["header"],
             });
             let answer = move || {
@@ -267,7 +259,7 @@ impl HttpServer {
         let gate = Arc::clone(&self.gate);
         let mut sweep_every =
             (gate.idle_timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
-        if gate.auth.required() {
+        if gate.auth.is_some() {
             // A revoked token's sessions end within a second, as its requests are refused.
             sweep_every = sweep_every.min(TOKEN_RECHECK);
         }
