@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use pkb_core::auth::{Authenticator, JwtVerifier, OAuthSettings, TokenVerifier};
+use pkb_core::auth::{Authenticator, JwtVerifier, OAuthSettings, OAuthStartError, TokenVerifier};
 use pkb_core::framework::changes::ChangeHub;
 use pkb_core::framework::input_rounds::{MIN_STATE_KEY_BYTES, RoundStates};
 use pkb_core::store::Store;
@@ -283,7 +283,12 @@ async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
             };
             match JwtVerifier::start(settings).await {
                 Ok(jwt) => Some(Authenticator::OAuth(jwt)),
-                Err(message) => return fail(&message),
+                Err(OAuthStartError::NoKeySet(tried)) => {
+                    return fail(&format!(
+                        "cannot find the issuer's keys ({tried}); give --oauth-jwks-url"
+                    ));
+                }
+                Err(error) => return fail(&error.to_string()),
             }
         }
     };

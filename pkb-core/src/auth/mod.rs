@@ -12,7 +12,7 @@ mod tokens;
 
 use futures::future::BoxFuture;
 
-pub use oauth::{JwtVerifier, OAuthSettings};
+pub use oauth::{JwtVerifier, OAuthSettings, OAuthStartError};
 pub use tokens::{TokenError, TokenFile, TokenInfo, TokenVerifier};
 
 use crate::framework::access::{Principal, ScopeNames};

@@ -57,6 +57,18 @@ pub struct OAuthSettings {
     pub scopes: ScopeNames,
 }
 
+/// Why a [`JwtVerifier`] could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum OAuthStartError {
+    /// Neither RFC 8414's nor OpenID Connect's metadata of the issuer names a key set: each
+    /// place looked at and what went wrong there.
+    #[error("cannot find the issuer's keys ({0}); give the key set's URL")]
+    NoKeySet(String),
+    /// The key set, or an HTTP client to fetch it with, could not be had.
+    #[error("{0}")]
+    Keys(String),
+}
+
 /// Checks access tokens against the issuer's keys.
 pub struct JwtVerifier {
     settings: OAuthSettings,
@@ -112,17 +124,19 @@ impl JwtVerifier {
     /// Finds the key set (from `jwks_url`, or the issuer's RFC 8414 or OpenID metadata) and
     /// fetches it. Fails when neither can be had: a server that could accept no token should
     /// say so at start, not at the first request.
-    pub async fn start(settings: OAuthSettings) -> Result<Self, String> {
+    pub async fn start(settings: OAuthSettings) -> Result<Self, OAuthStartError> {
         crate::crypto_provider::install();
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .build()
-            .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+            .map_err(|e| OAuthStartError::Keys(format!("cannot make an HTTP client: {e}")))?;
         let jwks_url = match &settings.jwks_url {
             Some(url) => url.clone(),
             None => discover_jwks_url(&client, &settings.issuer).await?,
         };
-        let keys = fetch_keys(&client, &jwks_url).await?;
+        let keys = fetch_keys(&client, &jwks_url)
+            .await
+            .map_err(OAuthStartError::Keys)?;
         tracing::info!(
             jwks_url,
             keys = keys.keys.len(),
@@ -319,7 +333,10 @@ fn key_algorithm(stated: KeyAlgorithm) -> Option<Algorithm> {
 }
 
 /// The `jwks_uri` of the issuer's metadata: RFC 8414's, else OpenID Connect's.
-async fn discover_jwks_url(client: &reqwest::Client, issuer: &str) -> Result<String, String> {
+async fn discover_jwks_url(
+    client: &reqwest::Client,
+    issuer: &str,
+) -> Result<String, OAuthStartError> {
     let base = issuer.trim_end_matches('/');
     let mut failures = Vec::new();
     for well_known in [
@@ -335,10 +352,7 @@ async fn discover_jwks_url(client: &reqwest::Client, issuer: &str) -> Result<Str
             Err(error) => failures.push(error),
         }
     }
-    Err(format!(
-        "cannot find the issuer's keys ({}); give --oauth-jwks-url",
-        failures.join("; ")
-    ))
+    Err(OAuthStartError::NoKeySet(failures.join("; ")))
 }
 
 async fn fetch_keys(client: &reqwest::Client, url: &str) -> Result<JwkSet, String> {

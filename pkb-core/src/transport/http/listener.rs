@@ -31,19 +31,19 @@ impl Tls {
     pub(super) fn acceptor(&self) -> Result<TlsAcceptor, String> {
         let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&self.cert)
             .and_then(|certs| certs.collect())
-            .map_err(|e| format!("--tls-cert {}: {e}", self.cert.display()))?;
+            .map_err(|e| format!("the TLS certificate {}: {e}", self.cert.display()))?;
         if certs.is_empty() {
             return Err(format!(
-                "--tls-cert {}: no certificate in the file",
+                "the TLS certificate {}: no certificate in the file",
                 self.cert.display()
             ));
         }
         let key = PrivateKeyDer::from_pem_file(&self.key)
-            .map_err(|e| format!("--tls-key {}: {e}", self.key.display()))?;
+            .map_err(|e| format!("the TLS key {}: {e}", self.key.display()))?;
         let mut config = rustls::ServerConfig::builder()
             .with_no_client_auth()
             .with_single_cert(certs, key)
-            .map_err(|e| format!("--tls-cert and --tls-key do not make a usable pair: {e}"))?;
+            .map_err(|e| format!("the TLS certificate and key do not make a usable pair: {e}"))?;
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(TlsAcceptor::from(Arc::new(config)))
     }

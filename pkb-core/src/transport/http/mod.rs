@@ -140,8 +140,8 @@ impl HttpServer {
             && settings.allowed_hosts.is_empty()
         {
             tracing::warn!(
-                "listening on {local} without --public-url: only requests whose Host is {local} \
-                 pass the DNS-rebinding check; pass --public-url with the address clients use"
+                "listening on {local} without a public URL: only requests whose Host is {local} \
+                 pass the DNS-rebinding check; give the address clients use as the public URL"
             );
         }
         let public_url = settings
