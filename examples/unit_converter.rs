@@ -4,8 +4,6 @@
 //! `cargo run -p pkb-examples --example unit_converter`. Its code uses only what
 //! `pkb-core` offers without features (`default-features = false`): no HTTP, no store.
 
-use std::sync::Arc;
-
 use pkb_core::transport::LineTransport;
 use pkb_core::{McpServer, Registry, Stateless, ToolError, declarations, pkb_tool};
 use rmcp::ServiceExt;
@@ -142,7 +140,7 @@ async fn list_units(
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let registry = Arc::new(Registry::new(declarations![convert, list_units])?);
+    let registry = Registry::new(declarations![convert, list_units])?;
     let app = Stateless::new("unit-converter", env!("CARGO_PKG_VERSION"))
         .with_instructions("Converts lengths, masses and temperatures between units.");
     let server = McpServer::new(registry, app);

@@ -3,8 +3,6 @@
 //!
 //! `cargo run -p pkb-examples --example word_count -- --memory` (or `-- path/to/store.db`).
 
-use std::sync::Arc;
-
 use pkb_core::store::Store;
 use pkb_core::transport::{InlineToolCalls, LineTransport};
 use pkb_core::{McpServer, NotesApp, Registry, declarations};
@@ -22,7 +20,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         pkb_core::tools::search::search,
         pkb_core::tools::fetch::fetch,
     ];
-    let registry = Arc::new(Registry::new(tools)?);
+    let registry = Registry::new(tools)?;
     let server = McpServer::new(registry, NotesApp::Shared(store));
     // Tool calls answered in the transport, once the client has initialized, skip a task and a
     // channel hop each in rmcp's service loop.

@@ -11,7 +11,6 @@
 
 mod input_rounds;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use pkb_core::transport::http::{HttpServer, HttpSettings};
@@ -462,9 +461,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| "127.0.0.1:8001".into())
         .parse()?;
     // Only this file's fixtures, whatever else is linked.
-    let registry = Arc::new(Registry::new(
-        Declarations::collected().in_module(module_path!()),
-    )?);
+    let registry = Registry::new(Declarations::collected().in_module(module_path!()))?;
     let app = Stateless::new("pkb-conformance-fixtures", env!("CARGO_PKG_VERSION"));
     let server =
         HttpServer::bind(HttpSettings::loopback(bind), McpServer::new(registry, app)).await?;

@@ -2,7 +2,8 @@
 //! `examples/word_count.rs` serves it by name, beside two of PKB's tools; a server that
 //! serves everything it links (`Registry::collect()`) gets it too.
 
-use pkb_core::{Context, NotesContext, ToolError, pkb_tool};
+use pkb_core::store::Store;
+use pkb_core::{ToolError, pkb_tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -20,13 +21,12 @@ pub struct WordCount {
 /// Counts the words and characters in a note's body.
 #[pkb_tool(read_only, idempotent, title = "Word count")]
 pub async fn word_count(
-    ctx: &Context,
+    #[state] store: &Store,
     /// The note's ID, for example `deploy-checklist`.
     #[arg(trim, min_len = 1, max_len = 100)]
     id: String,
 ) -> Result<WordCount, ToolError> {
-    let note = ctx
-        .store()
+    let note = store
         .get(&id)
         .await?
         .ok_or_else(|| ToolError::new(format!("No note found with ID: {id}")))?;

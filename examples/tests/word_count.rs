@@ -14,7 +14,7 @@ fn arguments(value: serde_json::Value) -> Option<serde_json::Map<String, serde_j
 
 #[tokio::test]
 async fn linking_collects_word_count_and_none_of_pkbs_tools() {
-    let registry = Registry::collect().unwrap();
+    let registry: Registry<Store> = Registry::collect().unwrap();
     let names: Vec<&str> = registry.tools().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, ["word_count"]);
     assert_eq!(registry.prompts().count(), 0);
@@ -30,7 +30,7 @@ async fn linking_collects_word_count_and_none_of_pkbs_tools() {
 
 #[tokio::test]
 async fn word_count_counts_and_validates() {
-    let registry = Registry::collect().unwrap();
+    let registry: Registry<Store> = Registry::collect().unwrap();
     let ctx = Context::detached(Store::open_in_memory(true).unwrap());
     let result = registry
         .call_tool(

@@ -6,6 +6,7 @@
 mod shared;
 
 use libfuzzer_sys::fuzz_target;
+use pkb_core::store::Store;
 use pkb_core::{Context, Registry};
 use serde_json::Value;
 
@@ -26,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     assert!(!text.starts_with("storage error"), "{name}: {text}");
 });
 
-fn registry() -> &'static Registry {
-    static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
+fn registry() -> &'static Registry<Store> {
+    static REGISTRY: std::sync::OnceLock<Registry<Store>> = std::sync::OnceLock::new();
     REGISTRY.get_or_init(|| Registry::new(pkb_core::notes_declarations()).expect("registry"))
 }

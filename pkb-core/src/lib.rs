@@ -32,11 +32,14 @@ pub use framework::access::{Access, Principal, ScopeNames, Scopes};
 pub use framework::app::{App, ResourcePage, Stateless};
 pub use framework::args::{ArgRules, ArgSpec, InvalidArguments};
 pub use framework::context::{AppState, ClientRequestError, Context, Session};
-pub use framework::declarations::{Declaration, Declarations};
+pub use framework::declarations::{Declaration, Declarations, Declared, DeclaredWith, ServedWith};
 pub use framework::prompt::{PromptDef, PromptError};
-pub use framework::registry::{Completion, CompletionTarget, MAX_COMPLETIONS, Registry};
+pub use framework::registry::{
+    Catalog, Completion, CompletionTarget, MAX_COMPLETIONS, Registry, RegistryError,
+};
 pub use framework::resource::{ResourceBody, ResourceDef, ResourceError};
 pub use framework::server::McpServer;
+pub use framework::state::StateType;
 pub use framework::tool::{Annotations, Contents, ToolDef, ToolError, ToolOutput};
 pub use identity::User;
 pub use pkb_macros::{declarations, pkb_prompt, pkb_resource, pkb_tool};
@@ -49,7 +52,7 @@ pub mod __private {
     };
     pub use crate::framework::checks::*;
     pub use crate::framework::context::Context;
-    pub use crate::framework::declarations::Declaration;
+    pub use crate::framework::declarations::{Declaration, Declared, DeclaredWith};
     pub use crate::framework::prompt::{PromptDef, PromptError, PromptReturn, prompt_invalid};
     pub use crate::framework::registry::{
         CompletionDef, PromptRegistration, ResourceRegistration, ToolRegistration,
@@ -57,6 +60,7 @@ pub mod __private {
     pub use crate::framework::resource::{
         ResourceBody, ResourceDef, ResourceError, ResourceReturn, take_variable,
     };
+    pub use crate::framework::state::{state_of, state_type};
     pub use crate::framework::tool::{
         Annotations, ToolDef, ToolReply, ToolReturn, output_schema_of, tool_invalid, tool_reply,
     };

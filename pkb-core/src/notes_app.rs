@@ -8,7 +8,6 @@ use rmcp::model::{Implementation, Resource};
 
 use crate::framework::access::ScopeNames;
 use crate::framework::app::{App, ResourcePage};
-use crate::framework::context::AppState;
 use crate::identity::User;
 use crate::resources::note_uri;
 use crate::store::per_user::UserStores;
@@ -23,7 +22,7 @@ pub const NOTES_SCOPES: ScopeNames = ScopeNames::new("notes:read", "notes:write"
 /// PKB's tools, resources and prompt. They are declared with `collect = false`: a server
 /// gets them only by asking, all of them here or each by its path
 /// (`declarations![pkb_core::tools::fetch::fetch]`).
-pub fn notes_declarations() -> Declarations {
+pub fn notes_declarations() -> Declarations<Store> {
     declarations![
         tools::delete::delete,
         tools::echo::echo,
@@ -48,7 +47,9 @@ pub enum NotesApp {
 }
 
 impl App for NotesApp {
-    fn state_for<'a>(&'a self, user: &'a User) -> BoxFuture<'a, Result<AppState, String>> {
+    type State = Store;
+
+    fn state_for<'a>(&'a self, user: &'a User) -> BoxFuture<'a, Result<Arc<Store>, String>> {
         Box::pin(async move {
             let store = match self {
                 Self::Shared(store) => store.clone(),
@@ -57,7 +58,7 @@ impl App for NotesApp {
                     .await
                     .map_err(|e| format!("storage error: {e}"))?,
             };
-            Ok(Arc::new(store) as AppState)
+            Ok(Arc::new(store))
         })
     }
 
@@ -80,14 +81,11 @@ impl App for NotesApp {
     /// The notes by ID, after the note ID `after`.
     fn list_resources<'a>(
         &'a self,
-        state: &'a AppState,
+        store: &'a Store,
         after: Option<&'a str>,
         limit: usize,
     ) -> BoxFuture<'a, Result<ResourcePage, String>> {
         Box::pin(async move {
-            let store = state
-                .downcast_ref::<Store>()
-                .ok_or("internal error: the request has no note store")?;
             let mut notes = store
                 .list(after, limit + 1)
                 .await

@@ -82,7 +82,7 @@ fn the_listing_states_the_extension_beside_the_derived_schema() {
 #[test]
 fn an_unusable_extension_stops_the_registry_at_startup() {
     let error =
-        Registry::new(Declarations::collected().in_module(concat!(module_path!(), "::bad")))
+        Registry::<()>::new(Declarations::collected().in_module(concat!(module_path!(), "::bad")))
             .err()
             .expect("the registry refuses the tool");
     assert_eq!(

@@ -2,7 +2,7 @@
 //! exists only in this test binary, so this is a test-only server.
 
 use pkb_core::store::Store;
-use pkb_core::{Context, Registry, ToolError, pkb_tool};
+use pkb_core::{Context, Declarations, Registry, ToolError, pkb_tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -23,7 +23,7 @@ pub async fn explode(
 
 #[tokio::test]
 async fn a_panicking_tool_becomes_an_error_result() {
-    let registry = Registry::collect().unwrap();
+    let registry: Registry<Store> = Registry::new(Declarations::collected()).unwrap();
     let ctx = Context::detached(Store::open_in_memory(true).unwrap());
     let arguments = serde_json::json!({"really": true}).as_object().cloned();
     let result = registry
@@ -60,8 +60,6 @@ async fn a_server_answering_calls_in_its_transport_survives_a_panicking_tool() {
 /// Calls the panicking tool, then `fetch`, through a real client; `direct` answers the calls
 /// in the transport instead of rmcp's loop.
 async fn serve_a_panicking_tool(direct: bool) {
-    use std::sync::Arc;
-
     use pkb_core::transport::{InlineToolCalls, LineTransport};
     use pkb_core::{Declarations, McpServer, NotesApp};
     use rmcp::ServiceExt;
@@ -72,7 +70,7 @@ async fn serve_a_panicking_tool(direct: bool) {
     // The test's own tool, collected, beside PKB's, named.
     let declarations = Declarations::collected() + pkb_core::notes_declarations();
     let server = McpServer::new(
-        Arc::new(Registry::new(declarations).unwrap()),
+        Registry::new(declarations).unwrap(),
         NotesApp::Shared(Store::open_in_memory(true).unwrap()),
     );
     let mut transport = LineTransport::new(server_read, server_write);

@@ -1,4 +1,5 @@
-//! The model of an annotated fn: its documentation, its context parameter and its arguments.
+//! The model of an annotated fn: its documentation, its context and state parameters, and its
+//! arguments.
 
 use proc_macro2::{Span, TokenStream};
 use syn::spanned::Spanned;
@@ -16,9 +17,11 @@ pub struct Handler {
     pub params: Vec<Param>,
 }
 
-/// A parameter: the framework's context, or an argument the client sends.
+/// A parameter: the framework's context, the application's state (`#[state] s: &T`, holding
+/// `T`), or an argument the client sends.
 pub enum Param {
     Context,
+    State(Box<Type>),
     Argument(Box<Argument>),
 }
 
@@ -35,7 +38,15 @@ impl Handler {
     pub fn arguments(&self) -> impl Iterator<Item = &Argument> {
         self.params.iter().filter_map(|p| match p {
             Param::Argument(a) => Some(&**a),
-            Param::Context => None,
+            Param::Context | Param::State(_) => None,
+        })
+    }
+
+    /// The type of the application state the fn takes, if it takes one.
+    pub fn state(&self) -> Option<&Type> {
+        self.params.iter().find_map(|p| match p {
+            Param::State(ty) => Some(&**ty),
+            _ => None,
         })
     }
 }
@@ -84,6 +95,7 @@ pub fn from_syn(
     let doc = doc_of(&item.attrs);
     let mut params = Vec::new();
     let mut context_seen = false;
+    let mut state_seen = false;
     for input in item.sig.inputs.iter_mut() {
         match input {
             FnArg::Receiver(receiver) => errors.push(syn::Error::new_spanned(
@@ -95,9 +107,21 @@ pub fn from_syn(
             FnArg::Typed(pat_type) => {
                 let rules = arg::parse(&pat_type.attrs, errors);
                 let arg_doc = doc_of(&pat_type.attrs);
-                pat_type
+                let state_attr = pat_type
                     .attrs
-                    .retain(|a| !a.path().is_ident("arg") && !a.path().is_ident("doc"));
+                    .iter()
+                    .find(|a| a.path().is_ident("state"))
+                    .cloned();
+                pat_type.attrs.retain(|a| {
+                    !a.path().is_ident("arg") && !a.path().is_ident("doc") && !a.path().is_ident("state")
+                });
+                if let Some(attr) = state_attr {
+                    if let Some(ty) = state_param(&attr, &pat_type.ty, &rules, state_seen, errors) {
+                        params.push(Param::State(Box::new(ty)));
+                    }
+                    state_seen = true;
+                    continue;
+                }
                 match context_kind(&pat_type.ty) {
                     ContextKind::Shared => {
                         if context_seen {
@@ -147,6 +171,55 @@ pub fn from_syn(
         }
     }
     Ok(Handler { item, doc, params })
+}
+
+/// The `T` of a `#[state] name: &T` parameter, or `None` after reporting why it is not one.
+fn state_param(
+    attr: &Attribute,
+    ty: &Type,
+    rules: &ArgRules,
+    state_seen: bool,
+    errors: &mut Vec<syn::Error>,
+) -> Option<Type> {
+    if !matches!(attr.meta, Meta::Path(_)) {
+        errors.push(syn::Error::new_spanned(
+            &attr.meta,
+            "`#[state]` takes no arguments: write `#[state] store: &Store`",
+        ));
+        return None;
+    }
+    if state_seen {
+        errors.push(syn::Error::new_spanned(
+            attr,
+            "only one `#[state]` parameter is allowed: the application gives one state",
+        ));
+        return None;
+    }
+    if let Some(span) = rules.first_span() {
+        errors.push(syn::Error::new(
+            span,
+            "`#[arg]` rules apply to client arguments, not to the state",
+        ));
+    }
+    match ty {
+        Type::Reference(reference) if reference.mutability.is_none() => {
+            Some((*reference.elem).clone())
+        }
+        Type::Reference(reference) => {
+            errors.push(syn::Error::new_spanned(
+                reference,
+                "the state is shared by every request: take it as `&T`, not `&mut T`",
+            ));
+            None
+        }
+        other => {
+            errors.push(syn::Error::new_spanned(
+                other,
+                "take the state by reference: `#[state] store: &Store`",
+            ));
+            None
+        }
+    }
 }
 
 enum ContextKind {

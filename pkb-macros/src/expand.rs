@@ -71,7 +71,8 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     let output_schema = quote_spanned! {ret.span()=> __pkb::output_schema_of::<#ret>};
     let item = &handler.item;
     let krate = crate_path(attr.krate.as_ref());
-    let (declaration, declaration_type) = declaration_item(&handler, &krate);
+    let (declaration, declared) = declaration_item(&handler, &krate);
+    let state = state_field(&handler);
     let submit = collected(
         attr.collect.as_ref(),
         quote!(__pkb::inventory::submit! { __pkb::ToolRegistration(&__PKB_TOOL) }),
@@ -108,10 +109,11 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
                 },
                 output_schema: #output_schema,
                 extend_schema: #extend_schema,
+                state: #state,
                 call: __pkb_call,
             };
             #submit
-            #declaration_type::Tool(&__PKB_TOOL)
+            #declared(__pkb::Declaration::Tool(&__PKB_TOOL))
         };
     }
 }
@@ -177,8 +179,10 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
     let mime_type = option_str(attr.mime_type.as_ref().map(LitStr::value));
     let checks = argument_checks(&handler, ArgumentUse::Resource, ret);
     let specialization = specialization(ArgumentUse::Resource);
+    let state_binding = state_binding(&handler);
     let call_args = handler.params.iter().map(|param| match param {
         Param::Context => quote!(&ctx),
+        Param::State(_) => quote!(__pkb_state),
         Param::Argument(argument) => {
             let index = variables
                 .iter()
@@ -192,7 +196,8 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
     let fn_ident = &handler.item.sig.ident;
     let item = &handler.item;
     let krate = crate_path(attr.krate.as_ref());
-    let (declaration, declaration_type) = declaration_item(&handler, &krate);
+    let (declaration, declared) = declaration_item(&handler, &krate);
+    let state = state_field(&handler);
     let submit = collected(
         attr.collect.as_ref(),
         quote!(__pkb::inventory::submit! { __pkb::ResourceRegistration(&__PKB_RESOURCE) }),
@@ -210,6 +215,7 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
                 variables: ::std::vec::Vec<::std::string::String>,
             ) -> __pkb::BoxFuture<'static, ::core::result::Result<__pkb::ResourceBody, __pkb::ResourceError>> {
                 ::std::boxed::Box::pin(async move {
+                    #state_binding
                     let mut __variables = variables;
                     let __result: #ret = #fn_ident(#(#call_args),*).await;
                     (&__PkbType::<#ret>::NEW).__pkb_finish(__result)
@@ -225,10 +231,11 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
                 literals: &[#(#literals),*],
                 variables: &[#(#variables),*],
                 read: __pkb_read,
+                state: #state,
                 completions: &[#(#completions),*],
             };
             #submit
-            #declaration_type::Resource(&__PKB_RESOURCE)
+            #declared(__pkb::Declaration::Resource(&__PKB_RESOURCE))
         };
     }
 }
@@ -260,8 +267,13 @@ pub fn declarations(input: TokenStream) -> TokenStream {
     if !errors.is_empty() {
         return with_errors(TokenStream::new(), errors).into();
     }
+    // Each name is added where it was written, so a declaration whose handler takes another
+    // state than the set's fails to compile at that name.
+    let additions = statics
+        .iter()
+        .map(|path| quote_spanned!(path.span()=> .with(&#path)));
     quote! {
-        <::pkb_core::Declarations as ::core::iter::FromIterator<::pkb_core::__private::Declaration>>::from_iter([#(#statics),*])
+        ::pkb_core::Declarations::new() #(#additions)*
     }
 }
 
@@ -307,7 +319,8 @@ pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
     let fn_ident = &handler.item.sig.ident;
     let item = &handler.item;
     let krate = crate_path(attr.krate.as_ref());
-    let (declaration, declaration_type) = declaration_item(&handler, &krate);
+    let (declaration, declared) = declaration_item(&handler, &krate);
+    let state = state_field(&handler);
     let submit = collected(
         attr.collect.as_ref(),
         quote!(__pkb::inventory::submit! { __pkb::PromptRegistration(&__PKB_PROMPT) }),
@@ -338,10 +351,11 @@ pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
                 description: #description,
                 args: __PKB_ARGS,
                 get: __pkb_get,
+                state: #state,
                 completions: &[#(#completions),*],
             };
             #submit
-            #declaration_type::Prompt(&__PKB_PROMPT)
+            #declared(__pkb::Declaration::Prompt(&__PKB_PROMPT))
         };
     }
 }
@@ -530,20 +544,46 @@ fn check_completions(
 
 /// Where the expansion finds `pkb_core`: `crate = "..."`, else `::pkb_core`.
 /// The static a declaration is named by, beside the fn and with its visibility:
-/// `__pkb_declaration_<fn>`, which `declarations![...]` names for a path to the fn. Returns
-/// the item up to its `=`, and the path of the `Declaration` type.
+/// `__pkb_declaration_<fn>`, which `declarations![...]` names for a path to the fn. Its type
+/// says which application state the handler takes (`DeclaredWith<T>`), or that it takes none
+/// (`Declared`). Returns the item up to its `=`, and the constructor of its value (inside the
+/// initializer, where `__pkb` is in scope).
 fn declaration_item(handler: &Handler, krate: &TokenStream) -> (TokenStream, TokenStream) {
     let vis = &handler.item.vis;
     let ident = declaration_ident(&handler.item.sig.ident);
-    let ty = quote!(#krate::__private::Declaration);
+    let (ty, declared) = match handler.state() {
+        Some(state) => (
+            quote!(#krate::__private::DeclaredWith<#state>),
+            quote!(__pkb::DeclaredWith::<#state>::new),
+        ),
+        None => (quote!(#krate::__private::Declared), quote!(__pkb::Declared)),
+    };
     (
         quote! {
             #[doc(hidden)]
             #[allow(non_upper_case_globals, dead_code)]
             #vis static #ident: #ty
         },
-        ty,
+        declared,
     )
+}
+
+/// The definition's `state` field: the type of the application state the handler takes.
+fn state_field(handler: &Handler) -> TokenStream {
+    match handler.state() {
+        Some(state) => quote!(::core::option::Option::Some(__pkb::state_type::<#state>)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// Binds the handler's state, taken from the request's context: `__pkb_state`.
+fn state_binding(handler: &Handler) -> TokenStream {
+    match handler.state() {
+        Some(state) => quote! {
+            let __pkb_state: &#state = __pkb::state_of::<#state>(&ctx);
+        },
+        None => TokenStream::new(),
+    }
 }
 
 /// The name of the static holding the declaration of the fn `ident`.
@@ -926,7 +966,9 @@ fn specialization(usage: ArgumentUse) -> TokenStream {
 /// Validation of the arguments, then `let name: T = ...;` for each, and the call's argument
 /// list in declaration order.
 fn bind_arguments(handler: &Handler, invalid: TokenStream) -> (TokenStream, TokenStream) {
+    let state_binding = state_binding(handler);
     let mut bindings = quote! {
+        #state_binding
         let mut __values = match __pkb::validate_args(__PKB_ARGS, arguments) {
             ::core::result::Result::Ok(values) => values.into_iter(),
             ::core::result::Result::Err(invalid) => return #invalid(invalid),
@@ -937,6 +979,7 @@ fn bind_arguments(handler: &Handler, invalid: TokenStream) -> (TokenStream, Toke
     for param in &handler.params {
         match param {
             Param::Context => call_args.push(quote!(&ctx)),
+            Param::State(_) => call_args.push(quote!(__pkb_state)),
             Param::Argument(argument) => {
                 let ty = &argument.ty;
                 let local = format_ident!("__pkb_arg_{}", index);

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use pkb_core::store::{Store, StoreError};
-use pkb_core::{Context, Registry};
+use pkb_core::{Catalog, Context};
 use rmcp::model::ContentBlock;
 use serde_json::Value;
 
@@ -242,7 +242,7 @@ pub fn token(command: &TokenCommand, data_dir: PathBuf) -> ExitCode {
 }
 
 /// `pkb-server tools`.
-pub fn print_tools(registry: &Registry) -> ExitCode {
+pub fn print_tools(registry: &Catalog) -> ExitCode {
     let mut out = String::new();
     for tool in registry.tools() {
         let description = tool.description.as_deref().unwrap_or_default();
@@ -283,7 +283,7 @@ pub fn print_tools(registry: &Registry) -> ExitCode {
 }
 
 /// `pkb-server call TOOL JSON`.
-pub async fn call(registry: &Registry, ctx: Context, tool: &str, arguments: &str) -> ExitCode {
+pub async fn call(registry: &Catalog, ctx: Context, tool: &str, arguments: &str) -> ExitCode {
     let arguments = match serde_json::from_str::<Value>(arguments) {
         Ok(Value::Object(map)) => Some(map),
         Ok(_) => {

@@ -74,7 +74,7 @@ fn rmcp_logs_an_error_answer(event: &tracing::Metadata<'_>) -> bool {
 
 async fn run(cli: Cli) -> ExitCode {
     let registry = match Registry::new(notes_declarations()) {
-        Ok(registry) => Arc::new(registry),
+        Ok(registry) => registry,
         Err(error) => return fail(&error.to_string()),
     };
     if let Some(Command::Tools) = &cli.command {
@@ -243,7 +243,7 @@ fn data_dir(cli: &Cli) -> Result<std::path::PathBuf, String> {
 }
 
 /// `--http ADDR`: Streamable HTTP, with the authorization `--auth` asks for.
-async fn serve_http(cli: Cli, registry: Arc<Registry>) -> ExitCode {
+async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
     let shutdown = match ShutdownSignal::listen() {
         Ok(shutdown) => shutdown,
         Err(error) => return fail(&format!("cannot listen for signals: {error}")),

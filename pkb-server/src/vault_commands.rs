@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use pkb_core::Registry;
+use pkb_core::Catalog;
 use pkb_core::store::Store;
 use pkb_core::vault::{FileOutcome, ImportError, ImportReport, export_dir, import_dir};
 
@@ -15,7 +15,7 @@ use crate::cli::{error_out, print_out};
 const PLAIN_PROGRESS_EVERY: usize = 1_000;
 
 /// `pkb-server import DIR [--overwrite]`.
-pub async fn import(store: &Store, registry: &Registry, dir: &Path, overwrite: bool) -> ExitCode {
+pub async fn import(store: &Store, registry: &Catalog, dir: &Path, overwrite: bool) -> ExitCode {
     let mut progress = Progress::new("import", "files");
     let outcome = import_dir(store, registry, dir, overwrite, |done, total| {
         progress.show(done, total);

@@ -26,7 +26,7 @@ async fn greet() -> Result<Vec<PromptMessage>, PromptError> {
 
 fn main() {
     // This file's declarations, named.
-    let registry = Registry::new(pkb_core::declarations![hello, greeting, greet]).unwrap();
+    let registry: Registry = Registry::new(pkb_core::declarations![hello, greeting, greet]).unwrap();
     assert_eq!(registry.tools().count(), 1);
     assert!(registry.tool("hello").is_some());
     assert!(registry.prompt("greet").is_some());

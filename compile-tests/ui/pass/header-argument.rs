@@ -20,7 +20,7 @@ async fn servers(
 }
 
 fn main() {
-    let registry = Registry::collect().unwrap();
+    let registry: Registry = Registry::collect().unwrap();
     let schema = &registry.tool_description("servers").unwrap().input_schema;
     let properties = &schema["properties"];
     assert_eq!(properties["region"]["x-mcp-header"], "Region");

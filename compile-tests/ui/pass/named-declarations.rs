@@ -35,12 +35,12 @@ async fn greet() -> Result<Vec<PromptMessage>, PromptError> {
 }
 
 fn main() {
-    let collected = Registry::collect().unwrap();
+    let collected: Registry = Registry::collect().unwrap();
     let names: Vec<_> = collected.tools().map(|t| t.name.to_string()).collect();
     assert_eq!(names, ["hello"]);
     assert_eq!(collected.prompts().count(), 0);
 
-    let set = declarations![hello, greeting] + declarations![greet, library::offered,];
+    let set: Declarations = declarations![hello, greeting] + declarations![greet, library::offered,];
     let registry = Registry::new(set.clone()).unwrap();
     assert!(registry.tool("offered").is_some() && registry.prompt("greet").is_some());
     assert_eq!(registry.static_resources().count(), 1);

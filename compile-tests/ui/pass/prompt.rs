@@ -20,6 +20,6 @@ async fn complete_style(_ctx: &Context, prefix: String) -> Vec<String> {
 }
 
 fn main() {
-    let registry = Registry::collect().unwrap();
+    let registry: Registry = Registry::collect().unwrap();
     assert_eq!(registry.prompt("summarize").unwrap().args.len(), 2);
 }

@@ -11,7 +11,7 @@ async fn open(
 }
 
 fn main() {
-    let registry = Registry::collect().unwrap();
+    let registry: Registry = Registry::collect().unwrap();
     let schema = &registry.tool_description("open").unwrap().input_schema;
     assert!(schema["properties"].get("resourceUri").is_some());
     assert!(schema["properties"].get("resource_uri").is_none());

@@ -18,7 +18,7 @@ async fn file(name: String) -> Result<ResourceBody, ResourceError> {
 
 #[tokio::main]
 async fn main() {
-    let registry = Registry::collect().unwrap();
+    let registry: Registry = Registry::collect().unwrap();
     let ctx = || Context::detached(());
     let (mime, body) = registry.read_resource(ctx(), "demo://logo.png").await.unwrap();
     assert_eq!(mime, Some("image/png"));

@@ -22,7 +22,7 @@ async fn complete_id(_ctx: &Context, prefix: String) -> Vec<String> {
 }
 
 fn main() {
-    let registry = Registry::collect().unwrap();
+    let registry: Registry = Registry::collect().unwrap();
     let (def, variables) = registry.resolve_resource("demo://items").unwrap();
     assert_eq!(def.name, "items");
     assert!(variables.is_empty());

@@ -22,7 +22,7 @@ async fn captioned_chart() -> Result<Contents, ToolError> {
 }
 
 fn main() {
-    let registry = Registry::collect().unwrap();
+    let registry: Registry = Registry::collect().unwrap();
     // Content blocks are not structured output: no outputSchema.
     assert!(registry.tool_description("chart").unwrap().output_schema.is_none());
     assert!(registry.tool("captioned_chart").is_some());

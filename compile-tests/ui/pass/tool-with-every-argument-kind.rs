@@ -34,7 +34,7 @@ fn output_text(output: &Output) -> String {
 }
 
 fn main() {
-    let registry = Registry::collect().unwrap();
+    let registry: Registry = Registry::collect().unwrap();
     let tool = registry.tool("every_kind").unwrap();
     assert_eq!(tool.args.len(), 4);
 }

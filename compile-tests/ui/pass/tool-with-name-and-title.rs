@@ -10,7 +10,7 @@ async fn noop() -> Result<Output, ToolError> {
 }
 
 fn main() {
-    let registry = Registry::collect().unwrap();
+    let registry: Registry = Registry::collect().unwrap();
     let tool = registry.tool("do-nothing").unwrap();
     assert_eq!(tool.title, Some("Do nothing"));
     assert!(registry.tool("noop").is_none());

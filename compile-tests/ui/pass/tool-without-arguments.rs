@@ -10,6 +10,6 @@ async fn noop() -> Result<Output, ToolError> {
 }
 
 fn main() {
-    let registry = Registry::collect().unwrap();
+    let registry: Registry = Registry::collect().unwrap();
     assert!(registry.tool("noop").unwrap().args.is_empty());
 }

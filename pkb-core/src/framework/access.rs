@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::registry::Registry;
+use super::registry::Catalog;
 use crate::identity::User;
 
 /// The access a request needs.
@@ -119,7 +119,7 @@ pub struct Principal {
     pub scopes: Scopes,
 }
 
-impl Registry {
+impl Catalog {
     /// The access a JSON-RPC request for `method` with `params` needs. A tool that does not
     /// exist needs [`Access::Open`]: its call is answered as unknown, and changes nothing.
     pub fn required_access(&self, method: &str, params: Option<&Value>) -> Access {

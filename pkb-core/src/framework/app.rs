@@ -1,6 +1,8 @@
 //! What an application gives the framework's server: each user's state for its handlers, the
 //! resources it lists beside the declared ones, and how it introduces itself.
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
 use rmcp::model::{Implementation, Resource};
 
@@ -19,10 +21,13 @@ pub struct ResourcePage {
 
 /// The application behind an [`McpServer`](super::server::McpServer).
 pub trait App: Send + Sync + 'static {
-    /// The state handlers of a request by `user` reach through
-    /// [`Context::state`](super::context::Context::state). An error is answered as an
-    /// internal error, with its text.
-    fn state_for<'a>(&'a self, user: &'a User) -> BoxFuture<'a, Result<AppState, String>>;
+    /// What its handlers take as their state (`#[state] state: &State`): the server serves
+    /// only declarations whose handlers take this type, or none.
+    type State: Send + Sync + 'static;
+
+    /// The state of the requests of `user`. An error is answered as an internal error, with
+    /// its text.
+    fn state_for<'a>(&'a self, user: &'a User) -> BoxFuture<'a, Result<Arc<Self::State>, String>>;
 
     /// How the server names itself in `initialize` and `server/discover`.
     fn implementation(&self) -> Implementation;
@@ -36,12 +41,56 @@ pub trait App: Send + Sync + 'static {
     /// `next_after` of the page before, or `None` for the first page).
     fn list_resources<'a>(
         &'a self,
-        state: &'a AppState,
+        state: &'a Self::State,
         after: Option<&'a str>,
         limit: usize,
     ) -> BoxFuture<'a, Result<ResourcePage, String>> {
         let _ = (state, after, limit);
         Box::pin(async { Ok(ResourcePage::default()) })
+    }
+}
+
+/// An [`App`] as the server holds it, its state's type erased: one server type for every
+/// application.
+pub(crate) trait ServedApp: Send + Sync + 'static {
+    fn state_for<'a>(&'a self, user: &'a User) -> BoxFuture<'a, Result<AppState, String>>;
+    fn implementation(&self) -> Implementation;
+    fn instructions(&self) -> Option<String>;
+    fn list_resources<'a>(
+        &'a self,
+        state: &'a AppState,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<ResourcePage, String>>;
+}
+
+impl<A: App> ServedApp for A {
+    fn state_for<'a>(&'a self, user: &'a User) -> BoxFuture<'a, Result<AppState, String>> {
+        Box::pin(async move {
+            let state = App::state_for(self, user).await?;
+            Ok(state as AppState)
+        })
+    }
+
+    fn implementation(&self) -> Implementation {
+        App::implementation(self)
+    }
+
+    fn instructions(&self) -> Option<String> {
+        App::instructions(self)
+    }
+
+    fn list_resources<'a>(
+        &'a self,
+        state: &'a AppState,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<ResourcePage, String>> {
+        // The state is the one `state_for` made: it is always of this type.
+        match state.downcast_ref::<A::State>() {
+            Some(state) => App::list_resources(self, state, after, limit),
+            None => Box::pin(async { Err("internal error: the request has another state".into()) }),
+        }
     }
 }
 
@@ -78,8 +127,10 @@ impl Stateless {
 }
 
 impl App for Stateless {
-    fn state_for<'a>(&'a self, _user: &'a User) -> BoxFuture<'a, Result<AppState, String>> {
-        Box::pin(async { Ok(std::sync::Arc::new(()) as AppState) })
+    type State = ();
+
+    fn state_for<'a>(&'a self, _user: &'a User) -> BoxFuture<'a, Result<Arc<()>, String>> {
+        Box::pin(async { Ok(Arc::new(())) })
     }
 
     fn implementation(&self) -> Implementation {

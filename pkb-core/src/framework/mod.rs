@@ -14,4 +14,5 @@ pub mod registry;
 pub mod resource;
 pub mod schema;
 pub mod server;
+pub mod state;
 pub mod tool;

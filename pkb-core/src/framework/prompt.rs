@@ -6,6 +6,7 @@ use rmcp::model::{JsonObject, PromptMessage};
 use super::args::{ArgSpec, InvalidArguments};
 use super::context::Context;
 use super::registry::CompletionDef;
+use super::state::StateTypeFn;
 
 /// The generated entry point of a prompt.
 pub type PromptGetFn =
@@ -28,6 +29,8 @@ pub struct PromptDef {
     pub get: PromptGetFn,
     /// Completion providers for arguments.
     pub completions: &'static [CompletionDef],
+    /// The application state its handler takes (`#[state]`), if it takes one.
+    pub state: Option<StateTypeFn>,
 }
 
 /// Why a prompt could not be rendered: answered with JSON-RPC -32602 (invalid params).

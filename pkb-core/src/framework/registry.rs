@@ -1,7 +1,10 @@
 //! The registry: the tools, resources and prompts a server serves, sorted by name, with their
-//! MCP descriptions computed once.
+//! MCP descriptions computed once ([`Catalog`]), behind a handle typed by the application
+//! state they take ([`Registry`]).
 
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::ops::Deref;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -19,6 +22,7 @@ use super::declarations::{Declaration, Declarations};
 use super::prompt::{PromptDef, PromptError};
 use super::resource::{ResourceBody, ResourceDef, ResourceError};
 use super::schema::{extend_schema, input_schema};
+use super::state::state_type;
 use super::tool::{ToolDef, ToolReply, tool_error, tool_invalid};
 
 /// A completion provider: the context and the typed prefix, to at most 100 values.
@@ -55,6 +59,20 @@ pub enum RegistryError {
         /// The name.
         name: String,
     },
+    /// A declaration's handler takes another application state than the server's: one
+    /// collected from a linked crate (a set named with `declarations!` is checked when it
+    /// compiles).
+    #[error("the {kind} `{name}` takes the state `{needs}`, and this server's is `{serves}`")]
+    WrongState {
+        /// `tool`, `resource` or `prompt`.
+        kind: &'static str,
+        /// Its name.
+        name: &'static str,
+        /// The state its handler takes.
+        needs: &'static str,
+        /// The state the server's application gives.
+        serves: &'static str,
+    },
     /// A tool's `extend_schema` does not make a usable JSON Schema.
     #[error("the input schema of tool `{tool}` is unusable: {problem}")]
     UnusableSchema {
@@ -73,8 +91,72 @@ struct RegisteredTool {
     schema_rules: Option<jsonschema::Validator>,
 }
 
-/// Every registered tool, resource and prompt.
-pub struct Registry {
+/// The tools, resources and prompts a server serves, for an application whose state is `S`
+/// (`Registry` alone is `Registry<()>`, for handlers that take no state): a cheap handle on
+/// their [`Catalog`], which it dereferences to.
+pub struct Registry<S: ?Sized = ()> {
+    catalog: Arc<Catalog>,
+    state: PhantomData<fn(&S)>,
+}
+
+impl<S: Send + Sync + 'static> Registry<S> {
+    /// Serves `declarations`: their MCP descriptions computed once, tools and prompts sorted
+    /// by name, resources by URI. Refuses two of a kind with one name, a tool whose schema
+    /// extension is unusable, and a collected declaration that takes another state.
+    pub fn new(declarations: Declarations<S>) -> Result<Self, RegistryError> {
+        let serves = state_type::<S>();
+        for declaration in declarations.iter() {
+            if let Some(needs) = declaration.state()
+                && needs.id != serves.id
+            {
+                return Err(RegistryError::WrongState {
+                    kind: declaration.kind(),
+                    name: declaration.name(),
+                    needs: needs.name,
+                    serves: serves.name,
+                });
+            }
+        }
+        Ok(Self {
+            catalog: Arc::new(Catalog::new(declarations.iter())?),
+            state: PhantomData,
+        })
+    }
+
+    /// Serves every declaration linked crates left to be collected:
+    /// [`Declarations::collected`].
+    pub fn collect() -> Result<Self, RegistryError> {
+        Self::new(Declarations::collected())
+    }
+}
+
+impl<S: ?Sized> Registry<S> {
+    /// The catalog it serves, shared.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+}
+
+impl<S: ?Sized> Clone for Registry<S> {
+    fn clone(&self) -> Self {
+        Self {
+            catalog: Arc::clone(&self.catalog),
+            state: PhantomData,
+        }
+    }
+}
+
+impl<S: ?Sized> Deref for Registry<S> {
+    type Target = Catalog;
+
+    fn deref(&self) -> &Catalog {
+        &self.catalog
+    }
+}
+
+/// Every tool, resource and prompt a server serves, with their MCP descriptions: a
+/// [`Registry`] without its state's type, as the server and the transports hold it.
+pub struct Catalog {
     tools: BTreeMap<&'static str, RegisteredTool>,
     resources: Vec<&'static ResourceDef>,
     prompts: BTreeMap<&'static str, &'static PromptDef>,
@@ -94,16 +176,14 @@ pub struct Completion {
     pub has_more: bool,
 }
 
-impl Registry {
-    /// Serves `declarations`: their MCP descriptions computed once, tools and prompts sorted by
-    /// name, resources by URI.
-    pub fn new(declarations: Declarations) -> Result<Self, RegistryError> {
+impl Catalog {
+    fn new(declarations: impl Iterator<Item = Declaration>) -> Result<Self, RegistryError> {
         let mut registry = Self {
             tools: BTreeMap::new(),
             resources: Vec::new(),
             prompts: BTreeMap::new(),
         };
-        for declaration in declarations.iter() {
+        for declaration in declarations {
             // Whether its name was free among those of its kind.
             let fresh = match declaration {
                 Declaration::Tool(def) => registry
@@ -129,12 +209,6 @@ impl Registry {
         }
         registry.resources.sort_by_key(|r| r.uri);
         Ok(registry)
-    }
-
-    /// Serves every declaration linked crates left to be collected:
-    /// [`Declarations::collected`].
-    pub fn collect() -> Result<Self, RegistryError> {
-        Self::new(Declarations::collected())
     }
 
     /// The tools as MCP describes them, sorted by name.

@@ -4,6 +4,7 @@ use futures::future::BoxFuture;
 
 use super::context::Context;
 use super::registry::CompletionDef;
+use super::state::StateTypeFn;
 
 /// The generated entry point of a resource: the template's variable values in order.
 pub type ResourceReadFn =
@@ -42,6 +43,8 @@ pub struct ResourceDef {
     pub read: ResourceReadFn,
     /// Completion providers for template variables.
     pub completions: &'static [CompletionDef],
+    /// The application state its handler takes (`#[state]`), if it takes one.
+    pub state: Option<StateTypeFn>,
 }
 
 impl ResourceDef {

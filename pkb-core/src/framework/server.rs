@@ -22,10 +22,11 @@ use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
-use super::app::App;
+use super::app::{App, ServedApp};
 use super::changes::{ChangeHub, ChangeKind};
 use super::context::{AppState, DEFAULT_SAMPLING_TIMEOUT};
 use super::input_rounds::{CallIdentity, InputRound, RoundOutcome, RoundStates, input_required};
+use super::registry::Catalog;
 use super::tool::ToolReply;
 use crate::framework::access::Principal;
 use crate::identity::User;
@@ -37,8 +38,8 @@ pub const RESOURCES_PAGE_SIZE: usize = 100;
 /// One client's MCP server: the declarations of a [`Registry`], over the state of an [`App`].
 #[derive(Clone)]
 pub struct McpServer {
-    registry: Arc<Registry>,
-    app: Arc<dyn App>,
+    registry: Arc<Catalog>,
+    app: Arc<dyn ServedApp>,
     /// The `logger` of handlers' log messages: the application's name.
     logger: Arc<str>,
     session: Arc<Session>,
@@ -63,10 +64,11 @@ fn principal_of(request: &RequestContext<RoleServer>) -> Option<&Principal> {
 }
 
 impl McpServer {
-    /// A server answering from `registry`, its handlers reaching what `app` gives them.
-    pub fn new(registry: Arc<Registry>, app: impl App) -> Self {
+    /// A server answering from `registry`, its handlers reaching the state `app` gives them:
+    /// the registry's state type is the application's, or the server does not compile.
+    pub fn new<A: App>(registry: Registry<A::State>, app: A) -> Self {
         Self {
-            registry,
+            registry: Arc::clone(registry.catalog()),
             logger: Arc::from(app.implementation().name),
             app: Arc::new(app),
             session: Arc::default(),
@@ -115,13 +117,13 @@ impl McpServer {
             || self.registry.resource_templates().next().is_some()
     }
 
-    /// The registry it serves.
-    pub fn registry(&self) -> &Registry {
+    /// What it serves.
+    pub fn registry(&self) -> &Catalog {
         &self.registry
     }
 
-    /// The registry it serves, shared.
-    pub fn shared_registry(&self) -> Arc<Registry> {
+    /// What it serves, shared.
+    pub fn shared_registry(&self) -> Arc<Catalog> {
         Arc::clone(&self.registry)
     }
 
@@ -795,8 +797,6 @@ impl ServerHandler for McpServer {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use rmcp::ServerHandler;
 
     use super::{McpServer, decode_cursor, encode_cursor};
@@ -808,7 +808,7 @@ mod tests {
     fn capabilities_follow_what_the_registry_holds() {
         let app = || Stateless::new("test", "1");
         let empty = Registry::new(crate::Declarations::new()).unwrap();
-        let info = McpServer::new(Arc::new(empty), app()).get_info();
+        let info = McpServer::new(empty, app()).get_info();
         let caps = info.capabilities;
         assert!(caps.tools.is_none() && caps.resources.is_none() && caps.prompts.is_none());
         assert!(caps.completions.is_none());
@@ -817,7 +817,8 @@ mod tests {
         #[cfg(feature = "notes")]
         {
             let registry = Registry::new(crate::notes_declarations()).unwrap();
-            let pkb = McpServer::new(Arc::new(registry), app()).get_info();
+            let store = crate::store::Store::open_in_memory(false).unwrap();
+            let pkb = McpServer::new(registry, crate::NotesApp::Shared(store)).get_info();
             let caps = pkb.capabilities;
             assert!(caps.tools.is_some() && caps.prompts.is_some() && caps.completions.is_some());
             let resources = caps.resources.unwrap();
@@ -825,7 +826,7 @@ mod tests {
                 (resources.subscribe, resources.list_changed),
                 (Some(true), Some(true))
             );
-            assert_eq!(pkb.server_info.name, "test");
+            assert_eq!(pkb.server_info.name, "pkb");
         }
     }
 

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::args::{ArgSpec, InvalidArguments};
 use super::context::{ClientRequestError, Context};
+use super::state::StateTypeFn;
 
 /// The four behaviour hints every tool states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +51,8 @@ pub struct ToolDef {
     /// Keywords added to the input schema derived from the arguments (`allOf`, `if`, ...),
     /// which the registry enforces with the whole schema before the fn runs.
     pub extend_schema: Option<fn() -> serde_json::Value>,
+    /// The application state its handler takes (`#[state]`), if it takes one.
+    pub state: Option<StateTypeFn>,
     /// Runs one call.
     pub call: ToolCallFn,
 }

@@ -3,7 +3,8 @@
 use serde::Serialize;
 
 use crate::store::NoteSummary;
-use crate::{Context, NotesContext, ResourceError, pkb_resource};
+use crate::store::Store;
+use crate::{ResourceError, pkb_resource};
 
 /// Notes read per store round trip while building the index.
 const PAGE: usize = 500;
@@ -21,11 +22,11 @@ struct Index {
     title = "All notes",
     mime_type = "application/json"
 )]
-pub async fn notes_index(ctx: &Context) -> Result<String, ResourceError> {
+pub async fn notes_index(#[state] store: &Store) -> Result<String, ResourceError> {
     let mut notes = Vec::new();
     loop {
         let after = notes.last().map(|n: &NoteSummary| n.id.clone());
-        let page = ctx.store().list(after.as_deref(), PAGE).await?;
+        let page = store.list(after.as_deref(), PAGE).await?;
         let done = page.len() < PAGE;
         notes.extend(page);
         if done {

@@ -1,6 +1,7 @@
 //! `pkb://notes/{id}`: one note as markdown.
 
 use crate::note::Note;
+use crate::store::Store;
 use crate::{Context, NotesContext, ResourceError, pkb_resource};
 
 /// One note as markdown: its title as a heading, its tags, then its body.
@@ -12,8 +13,8 @@ use crate::{Context, NotesContext, ResourceError, pkb_resource};
     mime_type = "text/markdown",
     complete(id = complete_note_id)
 )]
-pub async fn note_resource(ctx: &Context, id: String) -> Result<String, ResourceError> {
-    let note = ctx.store().get(&id).await?.ok_or(ResourceError::NotFound)?;
+pub async fn note_resource(#[state] store: &Store, id: String) -> Result<String, ResourceError> {
+    let note = store.get(&id).await?.ok_or(ResourceError::NotFound)?;
     Ok(markdown(&note))
 }
 

@@ -3,8 +3,9 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::store::Store;
 use crate::tools::fetch::not_found;
-use crate::{Context, NotesContext, ToolError, pkb_tool};
+use crate::{Context, ToolError, pkb_tool};
 
 /// What `delete` returns.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -21,11 +22,12 @@ pub struct DeleteOutput {
 #[pkb_tool(collect = false, destructive, idempotent, text = deleted_text)]
 pub async fn delete(
     ctx: &Context,
+    #[state] store: &Store,
     /// The note's ID, for example `deploy-checklist`.
     #[arg(trim, min_len = 1, max_len = 100)]
     id: String,
 ) -> Result<DeleteOutput, ToolError> {
-    if !ctx.store().delete(&id).await? {
+    if !store.delete(&id).await? {
         return Err(not_found(&id));
     }
     crate::resources::announce_change(ctx, &id, true).await;

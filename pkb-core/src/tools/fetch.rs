@@ -4,7 +4,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::note::Note;
-use crate::{Context, NotesContext, ToolError, pkb_tool};
+use crate::store::Store;
+use crate::{ToolError, pkb_tool};
 
 /// What `fetch` returns.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -16,12 +17,12 @@ pub struct FetchOutput {
 /// Fetches one note, with its full body, by its exact ID (as `search` returns it).
 #[pkb_tool(collect = false, read_only, idempotent)]
 pub async fn fetch(
-    ctx: &Context,
+    #[state] store: &Store,
     /// The note's ID, for example `deploy-checklist`.
     #[arg(trim, min_len = 1, max_len = 100)]
     id: String,
 ) -> Result<FetchOutput, ToolError> {
-    match ctx.store().get(&id).await? {
+    match store.get(&id).await? {
         Some(note) => Ok(FetchOutput { note }),
         None => Err(not_found(&id)),
     }

@@ -4,7 +4,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::resources::note_uri;
-use crate::{Context, NotesContext, ToolError, pkb_tool};
+use crate::store::Store;
+use crate::{ToolError, pkb_tool};
 
 /// What `search` returns.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -33,7 +34,7 @@ pub struct SearchResult {
 /// only: use `fetch` to read a note.
 #[pkb_tool(collect = false, read_only, idempotent)]
 pub async fn search(
-    ctx: &Context,
+    #[state] store: &Store,
     /// Words to look for, for example `deploy check`.
     #[arg(trim, min_len = 1, max_len = 200)]
     query: String,
@@ -44,7 +45,7 @@ pub async fn search(
     #[arg(default = 10, min = 1, max = 50)]
     limit: u32,
 ) -> Result<SearchOutput, ToolError> {
-    let hits = ctx.store().search(&query, &tags, limit as usize).await?;
+    let hits = store.search(&query, &tags, limit as usize).await?;
     let results = hits
         .into_iter()
         .map(|hit| SearchResult {

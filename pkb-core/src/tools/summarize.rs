@@ -4,11 +4,11 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::note::{BODY_MAX_CHARS, ID_MAX_CHARS, Note, TAGS_MAX, TITLE_MAX_CHARS, normalize_tags};
-use crate::store::{NoteDraft, PutMode};
+use crate::store::{NoteDraft, PutMode, Store};
 use crate::summary::{SummarySource, summarize as summarize_note};
 use crate::tools::fetch::not_found;
 use crate::tools::write::put_and_announce;
-use crate::{Context, NotesContext, ToolError, pkb_tool};
+use crate::{Context, ToolError, pkb_tool};
 
 /// What `summarize` returns.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -26,11 +26,12 @@ pub struct SummarizeOutput {
 #[pkb_tool(collect = false, read_only)]
 pub async fn summarize(
     ctx: &Context,
+    #[state] store: &Store,
     /// The ID of the note to summarize.
     #[arg(trim, min_len = 1, max_len = 100)]
     id: String,
 ) -> Result<SummarizeOutput, ToolError> {
-    let note = source_note(ctx, &id).await?;
+    let note = source_note(store, &id).await?;
     let (summary, source) = summary_of(ctx, &note).await?;
     Ok(SummarizeOutput {
         id,
@@ -55,16 +56,17 @@ pub struct SummarizeAndSaveOutput {
 #[pkb_tool(collect = false, destructive, text = saved_summary_text)]
 pub async fn summarize_and_save(
     ctx: &Context,
+    #[state] store: &Store,
     /// The ID of the note to summarize.
     #[arg(trim, min_len = 1, max_len = 100)]
     id: String,
 ) -> Result<SummarizeAndSaveOutput, ToolError> {
     // A missing source is reported first, as `fetch` reports it: no other note is named.
-    let note = source_note(ctx, &id).await?;
+    let note = source_note(store, &id).await?;
     // Refused before the client's model is asked, when it can be seen already; the write
     // itself checks again.
     let summary_note_id = summary_id(&note.id)?;
-    if let Some(existing) = ctx.store().get(&summary_note_id).await?
+    if let Some(existing) = store.get(&summary_note_id).await?
         && !existing.tags.iter().any(|t| t == SUMMARY_TAG)
     {
         return Err(not_a_summary(&summary_note_id));
@@ -79,7 +81,7 @@ pub async fn summarize_and_save(
         tags: normalize_tags(tags),
         body: summary.chars().take(BODY_MAX_CHARS).collect(),
     };
-    let saved = put_and_announce(ctx, draft, PutMode::ReplaceTagged(SUMMARY_TAG))
+    let saved = put_and_announce(ctx, store, draft, PutMode::ReplaceTagged(SUMMARY_TAG))
         .await?
         .ok_or_else(|| not_a_summary(&summary_note_id))?;
     Ok(SummarizeAndSaveOutput {
@@ -123,8 +125,8 @@ fn summary_id(id: &str) -> Result<String, ToolError> {
 }
 
 /// The note `id`, or the contract's not-found error.
-async fn source_note(ctx: &Context, id: &str) -> Result<Note, ToolError> {
-    ctx.store().get(id).await?.ok_or_else(|| not_found(id))
+async fn source_note(store: &Store, id: &str) -> Result<Note, ToolError> {
+    store.get(id).await?.ok_or_else(|| not_found(id))
 }
 
 /// A summary of `note` by the client's model, or the extractive one.

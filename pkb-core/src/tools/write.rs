@@ -4,8 +4,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::note::{derive_id, normalize_tags};
-use crate::store::{NoteDraft, PutMode, PutOutcome};
-use crate::{Context, NotesContext, ToolError, pkb_tool};
+use crate::store::{NoteDraft, PutMode, PutOutcome, Store};
+use crate::{Context, ToolError, pkb_tool};
 
 /// What `write` returns.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -24,6 +24,7 @@ pub struct WriteOutput {
 #[pkb_tool(collect = false, destructive, text = saved_text)]
 pub async fn write(
     ctx: &Context,
+    #[state] store: &Store,
     /// The title: one line, 1 to 120 characters.
     #[arg(trim, single_line, min_len = 1, max_len = 120)]
     title: String,
@@ -50,7 +51,7 @@ pub async fn write(
         tags: normalize_tags(tags),
         body,
     };
-    let saved = save(ctx, draft, overwrite).await?;
+    let saved = save(ctx, store, draft, overwrite).await?;
     Ok(WriteOutput {
         id: saved.id,
         title: saved.title,
@@ -73,14 +74,19 @@ pub struct Saved {
 }
 
 /// Saves `draft` as `write` does, answering a conflict with the contract's text.
-pub async fn save(ctx: &Context, draft: NoteDraft, overwrite: bool) -> Result<Saved, ToolError> {
+pub async fn save(
+    ctx: &Context,
+    store: &Store,
+    draft: NoteDraft,
+    overwrite: bool,
+) -> Result<Saved, ToolError> {
     let mode = if overwrite {
         PutMode::Replace
     } else {
         PutMode::CreateOnly
     };
     let id = draft.id.clone();
-    put_and_announce(ctx, draft, mode)
+    put_and_announce(ctx, store, draft, mode)
         .await?
         .ok_or_else(|| ToolError::new(format!("note exists: {id}; pass overwrite=true to replace")))
 }
@@ -89,10 +95,11 @@ pub async fn save(ctx: &Context, draft: NoteDraft, overwrite: bool) -> Result<Sa
 /// note alone. Shared by every tool that writes a note.
 pub async fn put_and_announce(
     ctx: &Context,
+    store: &Store,
     draft: NoteDraft,
     mode: PutMode,
 ) -> Result<Option<Saved>, ToolError> {
-    let (note, created) = match ctx.store().put(draft, mode).await? {
+    let (note, created) = match store.put(draft, mode).await? {
         PutOutcome::Created(note) => (note, true),
         PutOutcome::Replaced(note) => (note, false),
         PutOutcome::Exists => return Ok(None),

@@ -8,10 +8,11 @@ use tokio::sync::mpsc;
 
 use super::NOTE_EXTENSION;
 use super::front_matter;
+use crate::ArgSpec;
 use crate::framework::args::validate_args;
+use crate::framework::registry::Catalog;
 use crate::note::{canonical_timestamp, derive_id, is_valid_id, normalize_tags};
 use crate::store::{NoteDates, NoteDraft, PutMode, PutOutcome, Store, StoreError};
-use crate::{ArgSpec, Registry};
 
 /// Notes saved per transaction at most: one fsync, one flush of the search index for each
 /// batch. 2,000 rather than 500 made an import of 10,000 small notes about a tenth faster
@@ -103,7 +104,7 @@ struct Candidate {
 /// told `(files handled, files found)` as the import goes.
 pub async fn import_dir(
     store: &Store,
-    registry: &Registry,
+    registry: &Catalog,
     dir: &Path,
     overwrite: bool,
     mut progress: impl FnMut(usize, usize),

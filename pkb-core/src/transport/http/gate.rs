@@ -23,8 +23,8 @@ use super::BearerAuth;
 use super::direct_calls::{self, DirectCall};
 use super::stateless_streams::StatelessStreams;
 use super::{priming, unreadable};
-use crate::Registry;
 use crate::framework::access::{Access, Principal};
+use crate::framework::registry::Catalog;
 use crate::identity::User;
 use crate::locks::lock;
 use crate::transport::{InlineToolCalls, MAX_MESSAGE_BYTES};
@@ -36,7 +36,7 @@ const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The gate's state, shared by every request.
 pub struct Gate {
-    pub(super) registry: Arc<Registry>,
+    pub(super) registry: Arc<Catalog>,
     /// `None`: no authentication, every request the one local user's.
     pub(super) auth: Option<Arc<dyn BearerAuth>>,
     /// The RFC 9728 metadata URL, named in `WWW-Authenticate` when the authenticator names
@@ -663,7 +663,7 @@ mod tests {
 
     fn gate() -> Gate {
         Gate {
-            registry: Arc::new(Registry::collect().unwrap()),
+            registry: Arc::clone(crate::Registry::<()>::collect().unwrap().catalog()),
             auth: None,
             resource_metadata: None,
             sessions: Arc::new(LocalSessionManager::default()),
