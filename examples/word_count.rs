@@ -3,7 +3,7 @@
 //!
 //! `cargo run -p pkb-examples --example word_count -- --memory` (or `-- path/to/store.db`).
 
-use pkb_core::store::Store;
+use pkb_core::store::sqlite;
 use pkb_core::transport::{InlineToolCalls, LineTransport};
 use pkb_core::{McpServer, NotesApp, Registry, declarations};
 use rmcp::ServiceExt;
@@ -11,8 +11,8 @@ use rmcp::ServiceExt;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let store = match std::env::args().nth(1).as_deref() {
-        None | Some("--memory") => Store::open_in_memory(true)?,
-        Some(path) => Store::open(path.as_ref(), true)?,
+        None | Some("--memory") => sqlite::open_in_memory(true)?,
+        Some(path) => sqlite::open(path.as_ref(), true)?,
     };
     // Exactly the tools named here: PKB's own are served only when asked for.
     let tools = declarations![

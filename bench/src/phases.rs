@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use pkb_core::store::{PutMode, Store};
+use pkb_core::store::{PutMode, sqlite};
 
 use crate::Config;
 use crate::client::{Catalog, Error, Launch, Peer};
@@ -493,7 +493,7 @@ pub fn scale(
         // The rest straight into the store, as an import would.
         if size > loaded {
             eprintln!("pkb-bench: {section}: storing notes {loaded}..{size} with put_many");
-            let store = Store::open(&db, true).map_err(|e| e.to_string())?;
+            let store = sqlite::open(&db, true).map_err(|e| e.to_string())?;
             let started = Instant::now();
             for batch in catalog.notes[seeds + loaded..seeds + size].chunks(1_000) {
                 let drafts = batch.iter().map(Note::draft).collect();

@@ -2,6 +2,7 @@
 //! declaration, and answers.
 
 use pkb_core::store::Store;
+use pkb_core::store::sqlite;
 use pkb_core::{Context, Registry};
 use serde_json::json;
 
@@ -31,7 +32,7 @@ async fn linking_collects_word_count_and_none_of_pkbs_tools() {
 #[tokio::test]
 async fn word_count_counts_and_validates() {
     let registry: Registry<Store> = Registry::collect().unwrap();
-    let ctx = Context::detached(Store::open_in_memory(true).unwrap());
+    let ctx = Context::detached(sqlite::open_in_memory(true).unwrap());
     let result = registry
         .call_tool(
             ctx.clone(),

@@ -16,7 +16,7 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 #[allow(dead_code, reason = "each target uses one of the two stores")]
 pub fn store() -> &'static Store {
     static STORE: OnceLock<Store> = OnceLock::new();
-    STORE.get_or_init(|| Store::open_in_memory(true).expect("in-memory store"))
+    STORE.get_or_init(|| pkb_core::store::sqlite::open_in_memory(true).expect("in-memory store"))
 }
 
 /// A store where common words hold more notes than FTS5's own ranking is left with, so that
@@ -29,7 +29,7 @@ pub fn searched_store() -> &'static Store {
             "deploy", "deployment", "Deployed", "café", "cafe", "Über", "uber", "group", "grow",
             "alpha", "alphabet", "x1", "x10", "naïve", "rare", "ok", "o",
         ];
-        let store = Store::open_in_memory(true).expect("in-memory store");
+        let store = pkb_core::store::sqlite::open_in_memory(true).expect("in-memory store");
         let mut state = 0x9e37_79b9_u64;
         let mut next = |n: usize| {
             state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);

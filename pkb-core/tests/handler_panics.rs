@@ -2,6 +2,7 @@
 //! exists only in this test binary, so this is a test-only server.
 
 use pkb_core::store::Store;
+use pkb_core::store::sqlite;
 use pkb_core::{Context, Declarations, Registry, ToolError, pkb_tool};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -24,7 +25,7 @@ pub async fn explode(
 #[tokio::test]
 async fn a_panicking_tool_becomes_an_error_result() {
     let registry: Registry<Store> = Registry::new(Declarations::collected()).unwrap();
-    let ctx = Context::detached(Store::open_in_memory(true).unwrap());
+    let ctx = Context::detached(sqlite::open_in_memory(true).unwrap());
     let arguments = serde_json::json!({"really": true}).as_object().cloned();
     let result = registry
         .call_tool(ctx.clone(), "explode", arguments)
@@ -71,7 +72,7 @@ async fn serve_a_panicking_tool(direct: bool) {
     let declarations = Declarations::collected() + pkb_core::notes_declarations();
     let server = McpServer::new(
         Registry::new(declarations).unwrap(),
-        NotesApp::Shared(Store::open_in_memory(true).unwrap()),
+        NotesApp::Shared(sqlite::open_in_memory(true).unwrap()),
     );
     let mut transport = LineTransport::new(server_read, server_write);
     if direct {

@@ -5,7 +5,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pkb_core::store::{NoteDraft, PutMode, PutOutcome, Store, StoreOptions};
+use pkb_core::store::sqlite::SqliteOptions;
+use pkb_core::store::{NoteDraft, PutMode, PutOutcome, sqlite};
 
 const ROLE: &str = "PKB_STORE_TWIN_WRITER";
 const DB: &str = "PKB_STORE_TWIN_DB";
@@ -32,7 +33,7 @@ fn run_twin(me: &str, other: &str, db: &Path, go: &Path) {
     }
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let store = Store::open(db, true).expect("open store");
+        let store = sqlite::open(db, true).expect("open store");
         for i in 0..WRITES {
             let outcome = store
                 .put(note(me, i), PutMode::CreateOnly)
@@ -131,7 +132,7 @@ fn two_processes_write_one_file_at_once() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let store = Store::open(&db, true).unwrap();
+        let store = sqlite::open(&db, true).unwrap();
         assert_eq!(
             store.count().await.unwrap(),
             (2 * WRITES + 3) as u64,
@@ -152,12 +153,12 @@ fn two_processes_write_one_file_at_once() {
 #[test]
 fn many_tasks_share_one_store() {
     let dir = tempfile::tempdir().unwrap();
-    let options = StoreOptions {
+    let options = SqliteOptions {
         seed: false,
         max_readers: 2,
-        ..StoreOptions::default()
+        ..SqliteOptions::default()
     };
-    let store = Store::open_with_options(&dir.path().join("pkb.db"), &options).unwrap();
+    let store = sqlite::open_with_options(&dir.path().join("pkb.db"), &options).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use pkb_core::store::{NoteDraft, PutMode, Store};
+use pkb_core::store::{NoteDraft, PutMode, sqlite};
 
 const ROLE: &str = "PKB_STORE_CRASH_WRITER_DB";
 const TEST_NAME: &str = "acknowledged_writes_survive_sigkill";
@@ -41,7 +41,7 @@ fn run_writer(db: &Path) {
     println!();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
-        let store = Store::open(db, true).expect("open store");
+        let store = sqlite::open(db, true).expect("open store");
         let started = Instant::now();
         let mut versions: Vec<u64> = Vec::new();
         let mut step: u64 = 0;
@@ -133,7 +133,7 @@ fn acknowledged_writes_survive_sigkill() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let store = Store::open(&db, true).expect("reopen after kill -9");
+        let store = sqlite::open(&db, true).expect("reopen after kill -9");
         for (&i, &acked_version) in &acked {
             let note = store
                 .get(&format!("crash-{i}"))

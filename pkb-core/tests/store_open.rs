@@ -4,9 +4,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use pkb_core::store::{
-    DamageCheck, NoteDraft, PutMode, PutOutcome, Store, StoreError, StoreOptions,
-};
+use pkb_core::store::sqlite::{DamageCheck, SqliteOptions};
+use pkb_core::store::{NoteDraft, PutMode, PutOutcome, Store, StoreError, sqlite};
 use sha2::{Digest, Sha256};
 
 fn sha256(path: &Path) -> String {
@@ -50,7 +49,7 @@ fn draft(id: &str, body: &str) -> NoteDraft {
 /// A store file holding `n` notes with ~1 KiB bodies, closed cleanly (no WAL left).
 fn pkb_file(dir: &Path, n: usize) -> PathBuf {
     let path = dir.join("pkb.db");
-    let store = Store::open(&path, true).expect("create store");
+    let store = sqlite::open(&path, true).expect("create store");
     let drafts = (0..n)
         .map(|i| draft(&format!("n{i}"), &format!("body {i} ").repeat(100)))
         .collect();
@@ -93,11 +92,11 @@ fn version_and_index(path: &Path) -> (i64, String) {
 /// Opens `path` with every page checked before `open` returns, so that damage anywhere is
 /// refused there.
 fn open_checked(path: &Path) -> Result<Store, StoreError> {
-    let options = StoreOptions {
+    let options = SqliteOptions {
         damage_check: DamageCheck::BeforeOpen,
-        ..StoreOptions::default()
+        ..SqliteOptions::default()
     };
-    Store::open_with_options(path, &options)
+    sqlite::open_with_options(path, &options)
 }
 
 /// Opens `path`, expecting a refusal whose message names the file, and checks that the
@@ -183,7 +182,7 @@ fn a_store_cut_short_is_refused_by_the_quick_checks_at_open() {
         fs::copy(&path, &copy).unwrap();
         cut_to(&copy, cut);
         let before = sha256(&copy);
-        let err = Store::open(&copy, true).expect_err("a store cut short is refused at open");
+        let err = sqlite::open(&copy, true).expect_err("a store cut short is refused at open");
         assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
         assert_eq!(sha256(&copy), before, "file bytes unchanged");
     }
@@ -243,7 +242,7 @@ fn a_damaged_page_found_in_the_background_refuses_later_calls_and_leaves_the_fil
     let before = sha256(&path);
 
     // The cheap checks at open pass; the damage is deep inside.
-    let store = Store::open(&path, true).expect("opens before the page check ends");
+    let store = sqlite::open(&path, true).expect("opens before the page check ends");
     block_on(async {
         // A write racing the check lands in the WAL only, or is refused.
         let _ = store
@@ -284,7 +283,7 @@ fn a_damaged_page_found_in_the_background_refuses_later_calls_and_leaves_the_fil
 fn a_sound_store_checked_in_the_background_folds_its_wal_on_close() {
     let dir = tempfile::tempdir().unwrap();
     let path = pkb_file(dir.path(), 300);
-    let store = Store::open(&path, true).unwrap();
+    let store = sqlite::open(&path, true).unwrap();
     block_on(async {
         store.damage_checked().await.unwrap();
         // Once the check has passed, writes are checkpointed as usual.
@@ -409,7 +408,7 @@ fn refuses_a_store_from_a_newer_version() {
 #[test]
 fn refuses_a_folder() {
     let dir = tempfile::tempdir().unwrap();
-    let err = Store::open(dir.path(), true).expect_err("a folder is not a store");
+    let err = sqlite::open(dir.path(), true).expect_err("a folder is not a store");
     assert!(matches!(err, StoreError::Open { .. }), "{err:?}");
     assert!(err.to_string().contains(&dir.path().display().to_string()));
 }
@@ -419,7 +418,7 @@ fn an_empty_file_becomes_a_new_store() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("empty.db");
     fs::write(&path, b"").unwrap();
-    let store = Store::open(&path, true).unwrap();
+    let store = sqlite::open(&path, true).unwrap();
     assert_eq!(block_on(store.count()).unwrap(), 3);
 }
 
@@ -427,7 +426,7 @@ fn an_empty_file_becomes_a_new_store() {
 fn a_missing_file_is_created_with_its_folders() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a").join("b").join("pkb.db");
-    let store = Store::open(&path, true).unwrap();
+    let store = sqlite::open(&path, true).unwrap();
     assert!(path.is_file());
     assert_eq!(block_on(store.count()).unwrap(), 3);
     drop(store);
@@ -450,7 +449,7 @@ fn a_missing_file_is_created_with_its_folders() {
 #[test]
 fn seed_false_creates_an_empty_store() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("x.db"), false).unwrap();
+    let store = sqlite::open(&dir.path().join("x.db"), false).unwrap();
     assert_eq!(block_on(store.count()).unwrap(), 0);
 }
 
@@ -459,7 +458,7 @@ fn reopening_keeps_notes_and_never_reseeds() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("pkb.db");
     {
-        let store = Store::open(&path, true).unwrap();
+        let store = sqlite::open(&path, true).unwrap();
         block_on(async {
             store
                 .put(draft("kept", "kept body"), PutMode::CreateOnly)
@@ -468,7 +467,7 @@ fn reopening_keeps_notes_and_never_reseeds() {
             assert!(store.delete("todo").await.unwrap());
         });
     }
-    let store = Store::open(&path, true).unwrap();
+    let store = sqlite::open(&path, true).unwrap();
     block_on(async {
         assert_eq!(store.count().await.unwrap(), 3);
         assert_eq!(
@@ -491,8 +490,8 @@ fn reopening_keeps_notes_and_never_reseeds() {
 fn in_memory_stores_write_no_file_and_are_independent() {
     let dir = tempfile::tempdir().unwrap();
     let cwd_before = snapshot(dir.path());
-    let a = Store::open_in_memory(true).unwrap();
-    let b = Store::open_in_memory(false).unwrap();
+    let a = sqlite::open_in_memory(true).unwrap();
+    let b = sqlite::open_in_memory(false).unwrap();
     block_on(async {
         a.put(draft("x", ""), PutMode::CreateOnly).await.unwrap();
         assert_eq!(a.count().await.unwrap(), 4);
@@ -515,7 +514,7 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
         .unwrap();
         index_unfolded(&conn, "", 1);
     }
-    let store = Store::open(&path, true).unwrap();
+    let store = sqlite::open(&path, true).unwrap();
     block_on(async {
         assert_eq!(store.count().await.unwrap(), 33, "no note lost or reseeded");
         let hits = store.search("bod 17", &[], 10).await.unwrap();
@@ -551,7 +550,7 @@ fn a_version_2_store_gets_the_prefix_index_and_its_notes_stay_searchable() {
         // Version 2's index kept no prefixes: take the current store back to it.
         index_unfolded(&rusqlite::Connection::open(&path).unwrap(), "", 2);
     }
-    let store = Store::open(&path, true).unwrap();
+    let store = sqlite::open(&path, true).unwrap();
     block_on(async {
         assert_eq!(store.count().await.unwrap(), 33, "no note lost or reseeded");
         // A two-letter word of several terms (deploy, decisions, delete) is now read from
@@ -575,7 +574,7 @@ fn a_version_3_store_is_indexed_folded_and_finds_what_its_notes_read_as() {
     let dir = tempfile::tempdir().unwrap();
     let path = pkb_file(dir.path(), 30);
     {
-        let store = Store::open(&path, true).unwrap();
+        let store = sqlite::open(&path, true).unwrap();
         block_on(store.put(
             draft("folded", "Ｃａｆé on the Straße"),
             PutMode::CreateOnly,
@@ -589,7 +588,7 @@ fn a_version_3_store_is_indexed_folded_and_finds_what_its_notes_read_as() {
             3,
         );
     }
-    let store = Store::open(&path, true).unwrap();
+    let store = sqlite::open(&path, true).unwrap();
     block_on(async {
         assert_eq!(store.count().await.unwrap(), 34, "no note lost or reseeded");
         for query in ["cafe", "strasse", "ＣＡＦＥ straße"] {
@@ -624,7 +623,7 @@ fn a_damaged_store_outside_wal_mode_is_refused_at_open_even_in_the_background_mo
     }
     damage_a_middle_page(&path);
     let before = sha256(&path);
-    let err = Store::open(&path, true).expect_err("checked before open returns");
+    let err = sqlite::open(&path, true).expect_err("checked before open returns");
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
     assert_eq!(sha256(&path), before, "file bytes unchanged");
 }
@@ -633,7 +632,7 @@ fn a_damaged_store_outside_wal_mode_is_refused_at_open_even_in_the_background_mo
 fn a_short_session_that_writes_folds_its_wal_on_close() {
     let dir = tempfile::tempdir().unwrap();
     let path = pkb_file(dir.path(), 300);
-    let store = Store::open(&path, true).unwrap();
+    let store = sqlite::open(&path, true).unwrap();
     block_on(store.put(draft("quick", "one write, then exit"), PutMode::CreateOnly)).unwrap();
     // Closing waits for the page check rather than cancelling it, so the write reaches the file.
     drop(store);
@@ -756,7 +755,7 @@ fn thread_nice(name: &str) -> Option<i64> {
 fn the_background_page_check_runs_at_the_lowest_priority() {
     let dir = tempfile::tempdir().unwrap();
     let path = pkb_file(dir.path(), 30);
-    let store = Store::open(&path, true).unwrap();
+    let store = sqlite::open(&path, true).unwrap();
     // The check waits a quarter of a second before it starts, so its thread is there to be
     // seen once it has been scheduled, named itself and lowered its priority.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
@@ -895,7 +894,7 @@ fn damage_the_page_check_finds_is_taken_back_once_the_whole_file_reads_sound() {
     let dir = tempfile::tempdir().unwrap();
     let path = pkb_file(dir.path(), 300);
     let page = garble_the_page_holding(&path, "body 150 body 150");
-    let store = Store::open(&path, true).expect("opens before the page check ends");
+    let store = sqlite::open(&path, true).expect("opens before the page check ends");
     block_on(async {
         let found = store
             .damage_checked()

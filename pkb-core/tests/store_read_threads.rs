@@ -4,9 +4,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use pkb_core::store::sqlite::NoteBackend;
 use pkb_core::store::{
-    NoteBackend, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome, SearchHit, Store,
-    StoreError,
+    NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome, SearchHit, StoreError, sqlite,
 };
 
 /// A backend whose `get("boom")` panics, whose `search` waits until the gate opens, and which
@@ -92,7 +92,7 @@ fn runtime() -> tokio::runtime::Runtime {
 #[test]
 fn a_panicking_read_fails_that_call_and_the_threads_keep_serving() {
     let backend = Arc::new(Scripted::default());
-    let store = Store::from_backend(backend.clone());
+    let store = sqlite::from_backend(backend.clone());
     runtime().block_on(async {
         for _ in 0..3 {
             let err = store
@@ -111,7 +111,7 @@ fn a_panicking_read_fails_that_call_and_the_threads_keep_serving() {
 #[test]
 fn a_fetch_is_answered_while_a_slow_search_runs() {
     let backend = Arc::new(Scripted::default());
-    let store = Store::from_backend(backend.clone());
+    let store = sqlite::from_backend(backend.clone());
     runtime().block_on(async {
         let slow = tokio::spawn({
             let store = store.clone();
@@ -134,7 +134,7 @@ fn a_fetch_is_answered_while_a_slow_search_runs() {
 fn the_last_handle_gone_releases_the_backend_after_its_reads() {
     let backend = Arc::new(Scripted::default());
     backend.open_gate();
-    let store = Store::from_backend(backend.clone());
+    let store = sqlite::from_backend(backend.clone());
     let rt = runtime();
     let pending = rt.spawn({
         let store = store.clone();

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use pkb_core::store::{NoteDraft, PutMode, Store, StoreOptions};
+use pkb_core::store::sqlite::SqliteOptions;
+use pkb_core::store::{NoteDraft, PutMode, sqlite};
 
 fn threads_of_this_process() -> usize {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
@@ -21,11 +22,11 @@ fn threads_of_this_process() -> usize {
 fn many_writes_in_flight_take_no_thread_each_and_all_are_saved() {
     const WRITES: usize = 128;
     let dir = tempfile::tempdir().unwrap();
-    let options = StoreOptions {
+    let options = SqliteOptions {
         seed: false,
-        ..StoreOptions::default()
+        ..SqliteOptions::default()
     };
-    let store = Arc::new(Store::open_with_options(&dir.path().join("pkb.db"), &options).unwrap());
+    let store = Arc::new(sqlite::open_with_options(&dir.path().join("pkb.db"), &options).unwrap());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -77,7 +78,7 @@ fn many_writes_in_flight_take_no_thread_each_and_all_are_saved() {
 
 #[test]
 fn a_note_read_right_after_its_replacement_is_answered_is_the_new_one() {
-    let store = Arc::new(Store::open_in_memory(false).unwrap());
+    let store = Arc::new(sqlite::open_in_memory(false).unwrap());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -9,6 +9,7 @@
 mod cli;
 mod vault_commands;
 
+use pkb_core::store::sqlite;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -157,7 +158,7 @@ async fn open_store(cli: &Cli) -> Result<(Store, Option<Arc<PgDatabase>>), Strin
     let seed = !cli.no_seed && !matches!(cli.command, Some(Command::Import { .. }));
     if cli.memory {
         return Ok((
-            Store::open_in_memory(seed).map_err(|e| e.to_string())?,
+            sqlite::open_in_memory(seed).map_err(|e| e.to_string())?,
             None,
         ));
     }
@@ -216,7 +217,7 @@ async fn open_store(cli: &Cli) -> Result<(Store, Option<Arc<PgDatabase>>), Strin
             .store_for(user)
             .await
             .map_err(|e| e.to_string())?,
-        None => Store::open(&path, seed).map_err(|e| e.to_string())?,
+        None => sqlite::open(&path, seed).map_err(|e| e.to_string())?,
     };
     Ok((store, None))
 }

@@ -2,11 +2,11 @@
 
 mod support;
 
+use pkb_core::store::sqlite;
 use std::fs;
 use std::path::Path;
 
 use pkb_core::note::Note;
-use pkb_core::store::Store;
 use support::run_command;
 
 /// Every note of the store at `db` (a file, or the local user's notes in a PostgreSQL
@@ -19,7 +19,7 @@ fn notes_in(db: &str) -> Vec<Note> {
             .expect("open the database");
         database.store_for(pkb_core::User::local().storage_key())
     } else {
-        Store::open(Path::new(db), false).expect("open the store")
+        sqlite::open(Path::new(db), false).expect("open the store")
     };
     let mut notes: Vec<Note> = Vec::new();
     loop {

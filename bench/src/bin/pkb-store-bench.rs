@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use pkb_bench::corpus::{Corpus, Rng, SEED};
-use pkb_core::store::{DamageCheck, NoteDraft, PutMode, Store, StoreOptions};
+use pkb_core::store::sqlite::{DamageCheck, SqliteOptions};
+use pkb_core::store::{NoteDraft, PutMode, Store, sqlite};
 
 const BATCH: usize = 1_000;
 
@@ -111,7 +112,7 @@ async fn run_size(n: usize, keep: Option<&Path>, rows: &mut Vec<Row>) {
         }
         None => dir.path().join("bench.db"),
     };
-    let store = Store::open(&path, false).expect("open");
+    let store = sqlite::open(&path, false).expect("open");
     let mut row = |label: &str, value: String| {
         rows.push(Row {
             label: format!("{n:>7} | {label}"),
@@ -239,7 +240,7 @@ async fn run_size(n: usize, keep: Option<&Path>, rows: &mut Vec<Row>) {
         ),
     );
     let t = Instant::now();
-    let store = Store::open(&path, false).expect("reopen");
+    let store = sqlite::open(&path, false).expect("reopen");
     row(
         "open existing file (page check in background)",
         fmt(t.elapsed()),
@@ -251,12 +252,12 @@ async fn run_size(n: usize, keep: Option<&Path>, rows: &mut Vec<Row>) {
     );
     drop(store);
     let t = Instant::now();
-    let options = StoreOptions {
+    let options = SqliteOptions {
         seed: false,
         damage_check: DamageCheck::BeforeOpen,
-        ..StoreOptions::default()
+        ..SqliteOptions::default()
     };
-    let store = Store::open_with_options(&path, &options).expect("reopen");
+    let store = sqlite::open_with_options(&path, &options).expect("reopen");
     row(
         "open existing file, every page checked first",
         fmt(t.elapsed()),

@@ -817,7 +817,7 @@ mod tests {
         #[cfg(feature = "notes")]
         {
             let registry = Registry::new(crate::notes_declarations()).unwrap();
-            let store = crate::store::Store::open_in_memory(false).unwrap();
+            let store = crate::store::sqlite::open_in_memory(false).unwrap();
             let pkb = McpServer::new(registry, crate::NotesApp::Shared(store)).get_info();
             let caps = pkb.capabilities;
             assert!(caps.tools.is_some() && caps.prompts.is_some() && caps.completions.is_some());

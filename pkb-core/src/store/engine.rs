@@ -11,7 +11,7 @@ use crate::note::Note;
 ///
 /// Inputs have been validated and normalised by [`super::Store`]. An engine must not block
 /// the runtime's threads: one over a blocking library runs its calls on threads of its own
-/// ([`super::NoteBackend`] and [`super::Store::from_backend`] do that for SQLite).
+/// ([`super::sqlite::NoteBackend`] and [`super::sqlite::from_backend`] do that for SQLite).
 #[async_trait]
 pub trait NoteEngine: Send + Sync {
     /// The note with this exact id.

@@ -1,31 +1,23 @@
 //! The durable note store.
 //!
-//! [`Store`] is a cheap-to-clone async handle over a [`NoteBackend`]. The backend that ships is
-//! one SQLite file (WAL, full fsync on commit, FTS5 for search); nothing outside this module
-//! depends on that. No backend call that may block runs on the runtime's workers: reads go to
-//! the store's own read threads, writes to tokio's blocking pool, so a slow search or an fsync
-//! never stalls them. A note read since the last commit is answered from memory where it is
-//! asked for.
+//! [`Store`] is a cheap-to-clone async handle over a [`NoteEngine`], the one interface every
+//! engine implements, in terms of notes. It checks and normalises what it is given, so
+//! engines see only valid notes. The engines are [`sqlite`] (one file, the default) and
+//! `postgres` (behind its feature), each in its own folder with its runtime, constructors and
+//! options; nothing here knows either.
 
-mod blocking;
 mod engine;
 pub mod per_user;
 #[cfg(feature = "postgres")]
 pub mod postgres;
-mod query;
-mod queued_writes;
-mod quiet_merge;
-mod read_threads;
+mod query_words;
 mod seed;
-mod sqlite;
+pub mod sqlite;
 
 pub use engine::NoteEngine;
-pub use queued_writes::{QueuedWrite, QueuedWrites};
-pub use quiet_merge::MergeProgress;
 pub use seed::SEED_NOTES;
-pub use sqlite::{DamageCheck, StoreOptions};
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -216,102 +208,6 @@ pub struct SearchHit {
     pub score: f64,
 }
 
-/// The synchronous storage engine behind [`Store`].
-///
-/// Methods may block on disk I/O, except [`NoteBackend::get_cached`] and
-/// [`NoteBackend::search_at_once`]; [`Store`] calls the other reads from its read threads
-/// and writes from tokio's blocking pool. Inputs reaching `put` and
-/// `put_many` have been validated and normalised by [`Store`].
-pub trait NoteBackend: Send + Sync {
-    /// The note with this exact id.
-    fn get(&self, id: &str) -> Result<Option<Note>, StoreError>;
-    /// The note with this id if it can be had at once, from memory, and nothing has been
-    /// committed since it was read, by any process; `None` sends the caller to
-    /// [`NoteBackend::get`]. Called on the async runtime's threads, so it must not block.
-    fn get_cached(&self, _id: &str) -> Option<Note> {
-        None
-    }
-    /// Saves one note atomically.
-    fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError>;
-    /// Saves several notes in one atomic transaction; outcomes in the drafts' order.
-    fn put_many(
-        &self,
-        drafts: Vec<NoteDraft>,
-        mode: PutMode,
-    ) -> Result<Vec<PutOutcome>, StoreError> {
-        let undated = drafts.into_iter().map(|d| (d, NoteDates::default()));
-        self.put_dated(undated.collect(), mode)
-    }
-    /// Saves several notes with the dates they bring, in one atomic transaction; outcomes in
-    /// the order given. Dates reaching it are in the store's own RFC 3339 form.
-    fn put_dated(
-        &self,
-        notes: Vec<(NoteDraft, NoteDates)>,
-        mode: PutMode,
-    ) -> Result<Vec<PutOutcome>, StoreError>;
-    /// Deletes a note; whether it existed.
-    fn delete(&self, id: &str) -> Result<bool, StoreError>;
-    /// The backend's writes as queued ones, if it commits them in groups: [`Store`] then
-    /// waits for them as tasks rather than with a thread each. `None`: writes run on the
-    /// blocking pool, one thread each.
-    fn queued_writes(&self) -> Option<&dyn QueuedWrites> {
-        None
-    }
-    /// Up to `limit` notes with ids greater than `after`, sorted by id.
-    fn list(&self, after: Option<&str>, limit: usize) -> Result<Vec<NoteSummary>, StoreError>;
-    /// Up to `limit` whole notes with ids greater than `after`, sorted by id.
-    fn list_with_bodies(&self, after: Option<&str>, limit: usize) -> Result<Vec<Note>, StoreError>;
-    /// How many notes there are.
-    fn count(&self) -> Result<u64, StoreError>;
-    /// Full-text search; see [`Store::search`]. `tags` come normalised.
-    fn search(
-        &self,
-        query: &str,
-        tags: &[String],
-        limit: usize,
-    ) -> Result<Vec<SearchHit>, StoreError>;
-    /// [`NoteBackend::search`] at once, on the caller's thread, when it is sure to be quick
-    /// (a small store) and a connection is free; `None` sends the caller to
-    /// [`NoteBackend::search`]. Called on the async runtime's threads, so it must not wait
-    /// for a lock or a connection.
-    fn search_at_once(
-        &self,
-        _query: &str,
-        _tags: &[String],
-        _limit: usize,
-    ) -> Option<Result<Vec<SearchHit>, StoreError>> {
-        None
-    }
-    /// Sorted ids starting with `prefix` (taken literally).
-    fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError>;
-    /// Sorted distinct tags starting with `prefix` (normalised, then taken literally).
-    fn tags_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError>;
-    /// Checks the whole store, including the search index, for damage.
-    fn verify(&self) -> Result<(), StoreError>;
-    /// Waits for the damage check that opening started, if any; its finding.
-    fn damage_checked(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
-    /// How many reads and writes this engine has served for requests; a count that stands
-    /// still means the store is quiet. An engine that does not count answers 0.
-    fn requests_made(&self) -> u64 {
-        0
-    }
-    /// One bounded step of merging the search index's pieces, which writes add; whether more
-    /// remains. An engine without such an index has nothing to do.
-    fn merge_index_step(&self) -> Result<MergeProgress, StoreError> {
-        Ok(MergeProgress::Done)
-    }
-    /// Rebuilds every index derived from the notes (search index, vocabulary, tags) from
-    /// the notes themselves; how many notes there are. An engine without derived indexes
-    /// has nothing to rebuild.
-    fn rebuild_indexes(&self) -> Result<u64, StoreError> {
-        Err(StoreError::Unavailable(
-            "this store has no indexes to rebuild".to_owned(),
-        ))
-    }
-}
-
 /// An async handle on the note store. Clones share one engine.
 #[derive(Clone)]
 pub struct Store {
@@ -327,11 +223,6 @@ const MAX_LIMIT: usize = 10_000;
 /// over 100 ms.
 const RANK_WINDOW: i64 = 1_000;
 
-/// Reading threads, and read connections, of a store opened with default options or from a
-/// backend. Two let a fetch pass a slow search; each further one costs a connection's page
-/// cache and a malloc arena (four took the benchmark's peak RSS from 24 to 31 MiB).
-const READ_THREADS: usize = 2;
-
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store").finish_non_exhaustive()
@@ -339,50 +230,9 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens the store file at `path`, creating it (and its folders) when missing or empty.
-    ///
-    /// A new store gets the contract's three notes unless `seed` is false. A file that is not a
-    /// PKB store, is cut short, or comes from a newer PKB is refused and left byte-for-byte
-    /// unchanged. Damage inside the file is looked for in the background
-    /// ([`DamageCheck::InBackground`]). Blocks while it opens the file; call it before serving.
-    pub fn open(path: &Path, seed: bool) -> Result<Store, StoreError> {
-        Store::open_with_options(
-            path,
-            &StoreOptions {
-                seed,
-                ..StoreOptions::default()
-            },
-        )
-    }
-
-    /// [`Store::open`] with every option.
-    pub fn open_with_options(path: &Path, options: &StoreOptions) -> Result<Store, StoreError> {
-        let backend = sqlite::SqliteBackend::open(path, options)?;
-        Ok(Store::with_read_threads(
-            Arc::new(backend),
-            options.max_readers,
-        ))
-    }
-
-    /// An ephemeral store in memory; it writes no file and is gone when the last clone drops.
-    pub fn open_in_memory(seed: bool) -> Result<Store, StoreError> {
-        let backend = sqlite::SqliteBackend::open_in_memory(seed)?;
-        Ok(Store::from_backend(Arc::new(backend)))
-    }
-
-    /// A store over any blocking backend, e.g. a test double: its reads run on threads of
-    /// the store's own, its writes on tokio's blocking pool.
-    pub fn from_backend(backend: Arc<dyn NoteBackend>) -> Store {
-        Store::with_read_threads(backend, READ_THREADS)
-    }
-
     /// A store over an async engine, such as [`postgres`]'s.
     pub fn from_engine(engine: Arc<dyn NoteEngine>) -> Store {
         Store { engine }
-    }
-
-    fn with_read_threads(backend: Arc<dyn NoteBackend>, count: usize) -> Store {
-        Store::from_engine(Arc::new(blocking::BlockingEngine::new(backend, count)))
     }
 
     /// The default file: `$XDG_DATA_HOME/pkb/pkb.db`, else `$HOME/.local/share/pkb/pkb.db`.

@@ -3,6 +3,7 @@
 //! thousands of users do not hold thousands of open files and threads; or each user's rows
 //! of one PostgreSQL database.
 
+use super::sqlite;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
@@ -127,7 +128,7 @@ impl UserStores {
 
     async fn open_store(&self, user: &User) -> Result<Store, StoreError> {
         let store = match &self.location {
-            Location::Memory => Store::open_in_memory(self.seed)?,
+            Location::Memory => sqlite::open_in_memory(self.seed)?,
             #[cfg(feature = "postgres")]
             Location::Postgres(database) => database.store_for(user.storage_key()),
             Location::Dir(dir) => {
@@ -136,7 +137,7 @@ impl UserStores {
                 tracing::debug!(path = %path.display(), "opening a user's store");
                 tokio::task::spawn_blocking(move || {
                     private_folder(path.parent().unwrap_or(Path::new(".")))?;
-                    Store::open(&path, seed)
+                    sqlite::open(&path, seed)
                 })
                 .await
                 .map_err(|e| StoreError::Unavailable(e.to_string()))??

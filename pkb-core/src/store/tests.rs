@@ -1,5 +1,6 @@
 //! Unit tests of the store's rules, each on SQLite (in memory) and on PostgreSQL.
 
+use super::sqlite;
 use super::*;
 
 #[derive(Clone, Copy, Debug)]
@@ -20,7 +21,7 @@ fn backend() -> Backend {
 /// A new store on the test's backend: in memory, or a new user's rows of a shared database.
 async fn open(seed: bool) -> Store {
     match backend() {
-        Backend::Sqlite => Store::open_in_memory(seed).expect("in-memory store"),
+        Backend::Sqlite => sqlite::open_in_memory(seed).expect("in-memory store"),
         Backend::Postgres => {
             let admin = postgres::testing::admin_url().expect("checked by the test");
             let url = postgres::testing::database(&admin, "pkb_unit_tests").await;
@@ -578,7 +579,7 @@ on_both_backends! {
 #[tokio::test]
 async fn a_word_spelled_as_several_syllables_is_searched_as_their_phrase() {
     // SQLite's store transliterates every script; PostgreSQL's keeps CJK as it is.
-    let store = Store::open_in_memory(false).unwrap();
+    let store = sqlite::open_in_memory(false).unwrap();
     for (id, body) in [
         ("tokyo", "東京の地図"),
         ("apart", "a dongle and a jingle"),
@@ -596,7 +597,7 @@ async fn a_word_spelled_as_several_syllables_is_searched_as_their_phrase() {
 #[tokio::test]
 async fn search_transliterates_look_alike_letters_as_ids_do() {
     // SQLite's store folds exactly as ids are derived; PostgreSQL's has no transliteration.
-    let store = Store::open_in_memory(false).unwrap();
+    let store = sqlite::open_in_memory(false).unwrap();
     let look_alike = "c\u{430}f\u{435}"; // Cyrillic а and е
     assert_eq!(crate::note::derive_id(look_alike), "cafe");
     store
@@ -1050,7 +1051,7 @@ fn from_title_derives_the_id() {
 #[test]
 fn store_works_without_a_runtime() {
     // Without tokio the calls run inline; block_on-style executors still work.
-    let store = Store::open_in_memory(true).unwrap();
+    let store = sqlite::open_in_memory(true).unwrap();
     let count = futures::executor::block_on(store.count()).unwrap();
     assert_eq!(count, 3);
 }

@@ -8,7 +8,7 @@
 
 use rusqlite::Connection;
 
-use crate::store::MergeProgress;
+use super::MergeProgress;
 
 /// Segments the index may hold before [`step`] merges them all into one.
 pub(super) const MAX_SEGMENTS: i64 = 8;
@@ -52,8 +52,9 @@ pub(in crate::store) mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::store::sqlite::NoteBackend;
     use crate::store::sqlite::SqliteBackend;
-    use crate::store::{NoteBackend, NoteDraft, PutMode, SearchHit};
+    use crate::store::{NoteDraft, PutMode, SearchHit};
 
     /// A store holding `notes` notes, each written in a transaction of its own, so that each
     /// added a segment.
@@ -141,9 +142,9 @@ pub(in crate::store) mod tests {
         // Servers in several windows go quiet together and both find too many segments.
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pkb.db");
-        let options = crate::store::StoreOptions {
+        let options = crate::store::sqlite::SqliteOptions {
             seed: false,
-            ..crate::store::StoreOptions::default()
+            ..crate::store::sqlite::SqliteOptions::default()
         };
         let first = SqliteBackend::open(&path, &options).unwrap();
         let second = SqliteBackend::open(&path, &options).unwrap();

@@ -89,7 +89,8 @@ mod tests {
     use super::*;
     use crate::store::sqlite::SqliteBackend;
     use crate::store::sqlite::change_watch::ChangeWatch;
-    use crate::store::{NoteBackend, NoteDraft, PutMode, StoreOptions};
+    use crate::store::sqlite::{NoteBackend, SqliteOptions};
+    use crate::store::{NoteDraft, PutMode};
 
     fn note(id: &str, body: &str) -> Note {
         Note {
@@ -115,9 +116,9 @@ mod tests {
     fn two_handles_on_one_file() -> (tempfile::TempDir, SqliteBackend, SqliteBackend) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pkb.db");
-        let options = StoreOptions {
+        let options = SqliteOptions {
             seed: false,
-            ..StoreOptions::default()
+            ..SqliteOptions::default()
         };
         let reader = SqliteBackend::open(&path, &options).unwrap();
         let writer = SqliteBackend::open(&path, &options).unwrap();

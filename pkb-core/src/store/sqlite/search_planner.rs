@@ -181,7 +181,7 @@ fn search_routed(
     let mut words = Vec::new();
     // Each word's MATCH expression: its exact terms ORed, or the prefix FTS5 keeps.
     let mut matches: Vec<String> = Vec::new();
-    for word in crate::store::query::folded_words(query) {
+    for word in crate::store::query_words::folded_words(query) {
         let word = &*word;
         // FTS5 only lowercases ASCII letters and digits; anything else goes through its
         // tokenizer, which folds case and diacritics its own way.
@@ -761,8 +761,9 @@ pub(super) fn bm25(frequency: &[f64], idf: &[f64], length: f64, average_length: 
 mod tests {
     use super::super::{SqliteBackend, fts5_search};
     use super::*;
-    use crate::store::query;
-    use crate::store::{NoteBackend, NoteDraft, PutMode};
+    use crate::store::sqlite::NoteBackend;
+    use crate::store::sqlite::query;
+    use crate::store::{NoteDraft, PutMode};
 
     /// Words sharing prefixes, with capitals and diacritics the index folds.
     const WORDS: &[&str] = &[

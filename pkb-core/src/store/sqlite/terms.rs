@@ -373,7 +373,8 @@ mod tests {
     use super::super::group_commit::{WriteQueue, aborted, commit_group};
     use super::*;
     use crate::locks::lock;
-    use crate::store::{NoteBackend, NoteDraft, PutMode};
+    use crate::store::sqlite::NoteBackend;
+    use crate::store::{NoteDraft, PutMode};
 
     /// Each term with its number of notes, each note's terms with their weighted counts, and
     /// the totals: by term, not by id, so that a vocabulary counted again compares equal.
@@ -484,7 +485,7 @@ mod tests {
     fn a_term_id_kept_from_an_earlier_group_is_not_used_once_its_term_is_gone() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pkb.db");
-        let options = crate::store::StoreOptions {
+        let options = crate::store::sqlite::SqliteOptions {
             seed: false,
             ..Default::default()
         };

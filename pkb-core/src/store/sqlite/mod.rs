@@ -1,4 +1,8 @@
-//! The SQLite engine behind [`NoteBackend`].
+//! The SQLite engine: one file (WAL, full fsync on commit, FTS5 for search), and the runtime
+//! that serves it as a [`NoteEngine`](crate::store::NoteEngine) without blocking the async
+//! runtime: reads on the store's own read threads (a note read since the last commit from
+//! memory, a small store's search on the caller's thread), writes queued and committed in
+//! groups by one thread of tokio's blocking pool, the index merged when the store is quiet.
 //!
 //! One writer connection behind a mutex takes every write in a `BEGIN IMMEDIATE` transaction;
 //! a small pool of reader connections serves reads in parallel, which WAL allows. The
@@ -15,11 +19,17 @@ use rusqlite::{
     Connection, OpenFlags, OptionalExtension, Row, ToSql, Transaction, TransactionBehavior, params,
 };
 
+mod backend;
+mod blocking;
 mod change_watch;
 mod group_commit;
 pub(super) mod index_merge;
 mod note_cache;
 mod page_check;
+mod query;
+mod queued_writes;
+mod quiet_merge;
+mod read_threads;
 mod reported_damage;
 
 mod bm25_rank;
@@ -32,17 +42,20 @@ mod terms;
 mod wal_watch;
 mod write_probe;
 
+pub use self::backend::NoteBackend;
 use self::change_watch::ChangeWatch;
 use self::group_commit::{ResultSlot, WriteQueue};
 use self::note_cache::NoteCache;
 use self::page_check::{PageCheck, Verdict};
+pub use self::queued_writes::{QueuedWrite, QueuedWrites};
+pub use self::quiet_merge::MergeProgress;
 use self::reported_damage::ReportedDamage;
 use self::schema::{Depth, FileState, InspectError, SCHEMA_VERSION};
 use self::search_planner::StoreSize;
 use self::terms::{KnownTermIds, VocabularyChanges};
 use super::{
-    MAX_LIMIT, MergeProgress, NoteBackend, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome,
-    QueuedWrite, QueuedWrites, RANK_WINDOW, SearchHit, StoreError, query,
+    BoxError, MAX_LIMIT, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome, RANK_WINDOW,
+    SearchHit, Store, StoreError,
 };
 use crate::fold::fold_for_search;
 use crate::locks::lock;
@@ -50,7 +63,7 @@ use crate::note::{Note, now_rfc3339};
 
 /// How to open a SQLite store file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreOptions {
+pub struct SqliteOptions {
     /// Seed a newly created store with the contract's three notes.
     pub seed: bool,
     /// Most read connections kept open at once (at least 1), and the number of read threads.
@@ -59,7 +72,7 @@ pub struct StoreOptions {
     pub damage_check: DamageCheck,
 }
 
-/// When [`Store::open`](super::Store::open) reads every table and index of an existing file
+/// When [`open`] reads every table and index of an existing file
 /// for damage.
 ///
 /// Either way a file found damaged is not written to: in the background, the WAL is not copied
@@ -77,14 +90,57 @@ pub enum DamageCheck {
     InBackground,
 }
 
-impl Default for StoreOptions {
+impl Default for SqliteOptions {
     fn default() -> Self {
-        StoreOptions {
+        SqliteOptions {
             seed: true,
-            max_readers: super::READ_THREADS,
+            max_readers: READ_THREADS,
             damage_check: DamageCheck::default(),
         }
     }
+}
+
+/// Reading threads, and read connections, of a store opened with default options or from a
+/// backend. Two let a fetch pass a slow search; each further one costs a connection's page
+/// cache and a malloc arena (four took the benchmark's peak RSS from 24 to 31 MiB).
+const READ_THREADS: usize = 2;
+
+/// Opens the store file at `path`, creating it (and its folders) when missing or empty.
+///
+/// A new store gets the contract's three notes unless `seed` is false. A file that is not a
+/// PKB store, is cut short, or comes from a newer PKB is refused and left byte-for-byte
+/// unchanged. Damage inside the file is looked for in the background
+/// ([`DamageCheck::InBackground`]). Blocks while it opens the file; call it before serving.
+pub fn open(path: &Path, seed: bool) -> Result<Store, StoreError> {
+    open_with_options(
+        path,
+        &SqliteOptions {
+            seed,
+            ..SqliteOptions::default()
+        },
+    )
+}
+
+/// [`open`] with every option.
+pub fn open_with_options(path: &Path, options: &SqliteOptions) -> Result<Store, StoreError> {
+    let backend = SqliteBackend::open(path, options)?;
+    Ok(with_read_threads(Arc::new(backend), options.max_readers))
+}
+
+/// An ephemeral store in memory; it writes no file and is gone when the last clone drops.
+pub fn open_in_memory(seed: bool) -> Result<Store, StoreError> {
+    let backend = SqliteBackend::open_in_memory(seed)?;
+    Ok(from_backend(Arc::new(backend)))
+}
+
+/// A store over any blocking backend, e.g. a test double: its reads run on threads of
+/// the store's own, its writes on tokio's blocking pool.
+pub fn from_backend(backend: Arc<dyn NoteBackend>) -> Store {
+    with_read_threads(backend, READ_THREADS)
+}
+
+fn with_read_threads(backend: Arc<dyn NoteBackend>, count: usize) -> Store {
+    Store::from_engine(Arc::new(blocking::BlockingEngine::new(backend, count)))
 }
 
 /// How long a connection waits for another one's lock before giving up with "busy"
@@ -210,8 +266,8 @@ impl Writer {
 }
 
 impl SqliteBackend {
-    pub(super) fn open(path: &Path, options: &StoreOptions) -> Result<Self, StoreError> {
-        let open_error = |source: super::BoxError| StoreError::Open {
+    pub(super) fn open(path: &Path, options: &SqliteOptions) -> Result<Self, StoreError> {
+        let open_error = |source: BoxError| StoreError::Open {
             path: path.to_owned(),
             source,
         };
@@ -1694,7 +1750,7 @@ mod tests {
     fn a_read_at_once_that_meets_a_lock_is_left_to_a_read_thread() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("notes.db");
-        let backend = SqliteBackend::open(&path, &StoreOptions::default()).unwrap();
+        let backend = SqliteBackend::open(&path, &SqliteOptions::default()).unwrap();
         backend.search("deploy", &[], 10).unwrap();
         // A lock SQLite would wait for answers "busy" at once here (`lock_wait`'s tests).
         for code in [rusqlite::ffi::SQLITE_BUSY, rusqlite::ffi::SQLITE_LOCKED] {
@@ -1713,9 +1769,9 @@ mod tests {
     fn a_small_store_is_searched_at_once_and_a_grown_one_on_a_read_thread() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("notes.db");
-        let options = StoreOptions {
+        let options = SqliteOptions {
             max_readers: 1,
-            ..StoreOptions::default()
+            ..SqliteOptions::default()
         };
         let backend = SqliteBackend::open(&path, &options).unwrap();
         // Another process's view of the same file.

@@ -87,9 +87,9 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
+    use crate::store::PutMode;
     use crate::store::sqlite::SqliteBackend;
     use crate::store::sqlite::index_merge::tests::{count, note, written_one_by_one};
-    use crate::store::{PutMode, Store};
 
     async fn merged(backend: &SqliteBackend) {
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -102,7 +102,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_index_is_merged_after_the_start_and_after_each_burst_of_writes() {
         let backend = written_one_by_one(14);
-        let store = Store::from_backend(Arc::clone(&backend) as Arc<dyn NoteBackend>);
+        let store =
+            crate::store::sqlite::from_backend(Arc::clone(&backend) as Arc<dyn NoteBackend>);
         let _index_merge = store.spawn_index_merge(Duration::from_millis(50));
         merged(&backend).await;
 
@@ -120,7 +121,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn reads_put_the_merge_off() {
         let backend = written_one_by_one(14);
-        let store = Store::from_backend(Arc::clone(&backend) as Arc<dyn NoteBackend>);
+        let store =
+            crate::store::sqlite::from_backend(Arc::clone(&backend) as Arc<dyn NoteBackend>);
         let _index_merge = store.spawn_index_merge(Duration::from_secs(1));
         let reading = Instant::now();
         while reading.elapsed() < Duration::from_millis(2_500) {

@@ -25,7 +25,7 @@ pub use listen::NoteChange;
 
 use super::{
     MAX_LIMIT, NoteDates, NoteDraft, NoteEngine, NoteSummary, PutMode, PutOutcome, RANK_WINDOW,
-    SEED_NOTES, SearchHit, Store, StoreError, query,
+    SEED_NOTES, SearchHit, Store, StoreError, query_words,
 };
 use crate::locks::lock;
 use crate::note::{Note, now_rfc3339};
@@ -572,7 +572,7 @@ impl NoteEngine for PgNotes {
         // A query with no words finds nothing, as in SQLite's store. The words themselves are
         // left to PostgreSQL's parser, which split the notes: both sides then agree on what a
         // word is ("3.14", "e-mail" and addresses are tokens of their own there).
-        if query::words(text).next().is_none() {
+        if query_words::words(text).next().is_none() {
             return Ok(Vec::new());
         }
         let tags = nul_escape::encode_all(tags);

@@ -14,10 +14,11 @@ use async_trait::async_trait;
 use super::quiet_merge::{self, MergeProgress, Writes};
 use super::read_threads::ReadThreads;
 use super::{
-    NoteBackend, NoteDates, NoteDraft, NoteEngine, NoteSummary, PutMode, PutOutcome, QueuedWrite,
-    QueuedWrites, SearchHit, StoreError,
+    NoteBackend, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome, QueuedWrite, QueuedWrites,
+    SearchHit, StoreError,
 };
 use crate::note::Note;
+use crate::store::NoteEngine;
 
 /// A blocking backend served from threads, so that no call blocks the runtime.
 pub(super) struct BlockingEngine {
