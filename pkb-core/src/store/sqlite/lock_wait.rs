@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use super::BUSY_TIMEOUT;
+use super::opening::BUSY_TIMEOUT;
 
 /// The pause between two looks at a lock.
 const LOOK_AGAIN_AFTER: Duration = Duration::from_millis(1);

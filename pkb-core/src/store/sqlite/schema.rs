@@ -291,8 +291,8 @@ pub(super) fn upgrade(conn: &Connection, from: i64, seed: bool) -> rusqlite::Res
             let mut vocabulary = super::terms::VocabularyChanges::default();
             for (id, title, tags, body) in crate::store::SEED_NOTES {
                 let tags: Vec<String> = tags.iter().map(|t| (*t).to_owned()).collect();
-                let stamps = super::Stamps::now(&now);
-                super::insert_row(conn, &mut vocabulary, id, title, &tags, body, stamps)?;
+                let stamps = super::writes::Stamps::now(&now);
+                super::writes::insert_row(conn, &mut vocabulary, id, title, &tags, body, stamps)?;
             }
             vocabulary.apply(conn)?;
         }

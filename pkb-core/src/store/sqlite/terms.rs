@@ -553,7 +553,7 @@ mod tests {
         let backend = SqliteBackend::open_in_memory(false).unwrap();
         backend.put(draft("a", "zebra"), PutMode::Replace).unwrap();
         let queue = WriteQueue::default();
-        queue.push(super::super::delete_write("a".to_owned()));
+        queue.push(super::super::writes::delete_write("a".to_owned()));
         let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut held = lock(&backend.writer);
             let writer = &mut *held;

@@ -23,6 +23,16 @@
 //! A word FTS5 splits into several terms (`a—b`), or a prefix of more than [`MAX_EXPANSIONS`]
 //! terms, leaves the query to FTS5's prefix query.
 
+mod executors;
+mod scoring;
+
+use self::executors::{
+    ALL_TAGGED_SQL, CANDIDATES_SQL, CountLookup, RangeCounts, Ranking, TAGGED_SQL,
+    look_up_in_batches, scan_newest,
+};
+pub(super) use self::scoring::bm25;
+use self::scoring::{Scorer, average_length, idfs};
+
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::RANK_WINDOW;
@@ -63,26 +73,6 @@ const NS_PER_RANKED_ROW: f64 = 1_000.0;
 const NS_PER_DENSE_READ: f64 = 1_700.0;
 const NS_PER_SPARSE_READ: f64 = 3_500.0;
 const NS_PER_NOTE_SCANNED: f64 = 700.0;
-
-/// BM25's term-frequency saturation and length normalisation, as FTS5's `bm25()` has them.
-const K1: f64 = 1.2;
-const B: f64 = 0.75;
-
-/// The notes matching `?1` older than note `?2`, newest first.
-const CANDIDATES_SQL: &str =
-    "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?1 AND rowid < ?2 ORDER BY rowid DESC";
-
-/// Every note's counts, newest first.
-const SCAN_SQL: &str = "SELECT note, terms FROM note_terms ORDER BY note DESC";
-
-/// The notes carrying tag `?1`, newest first.
-const TAGGED_SQL: &str = "SELECT note FROM note_tags WHERE tag = ?1 ORDER BY note DESC";
-
-/// The notes carrying all `?2` tags of the JSON array `?1`, newest first.
-const ALL_TAGGED_SQL: &str = "
-SELECT note FROM note_tags WHERE tag IN (SELECT value FROM json_each(?1))
-GROUP BY note HAVING count(*) = ?2
-ORDER BY note DESC";
 
 /// Reading the counts of every note in a range costs a small share of looking one note up (see
 /// the costs above), so candidates spread over at most this many times their number are read as
@@ -243,11 +233,7 @@ fn search_routed(
     };
 
     let window = usize::try_from(RANK_WINDOW).unwrap_or(usize::MAX);
-    let mut ranking = Ranking {
-        scorer: Scorer::new(&words, notes, tokens),
-        scored: Vec::new(),
-        window,
-    };
+    let mut ranking = Ranking::new(Scorer::new(&words, notes, tokens), window);
     // Notes at or above this one have been looked at.
     let mut below = i64::MAX;
     if scan_budget > 0 {
@@ -333,130 +319,6 @@ fn tag_is_rarer(conn: &Connection, tags: &[String], notes: i64) -> rusqlite::Res
         }
     }
     Ok(false)
-}
-
-/// Scores notes newest first from their counts until the window is full, or `budget` notes
-/// have been read: `None` when the scan is done, or the oldest note it read.
-fn scan_newest(
-    conn: &Connection,
-    budget: i64,
-    ranking: &mut Ranking,
-) -> rusqlite::Result<Option<i64>> {
-    let mut scan = conn.prepare_cached(SCAN_SQL)?;
-    let mut rows = scan.query([])?;
-    let mut oldest = i64::MAX;
-    for _ in 0..budget {
-        let Some(row) = rows.next()? else {
-            return Ok(None);
-        };
-        oldest = row.get(0)?;
-        let blob = match row.get_ref(1)? {
-            rusqlite::types::ValueRef::Blob(blob) => blob,
-            _ => &[],
-        };
-        ranking.offer(oldest, blob);
-        if ranking.full() {
-            return Ok(None);
-        }
-    }
-    Ok(Some(oldest))
-}
-
-/// Scores sparse candidates (note numbers, newest first), looking them up a batch at a time in
-/// ascending order, where neighbouring lookups share pages. A batch is what the window still
-/// needs at `matching`, the share of candidates expected to match.
-fn look_up_in_batches(
-    candidates: &mut rusqlite::Rows<'_>,
-    counts: &mut CountLookup<'_>,
-    ranking: &mut Ranking,
-    matching: f64,
-) -> rusqlite::Result<()> {
-    let mut batch = Vec::new();
-    // Words that go together less than independent words would need more candidates than
-    // estimated; ones that go together more, fewer. Start from at most a few windows and
-    // grow, so that a wrong estimate costs a few batches rather than a huge one.
-    let mut most = ranking.window.saturating_mul(4);
-    loop {
-        let needed = ranking.window.saturating_sub(ranking.scored.len()) as f64;
-        let size = ((needed / matching.clamp(1e-3, 1.0) * 1.1) as usize + 16).min(most);
-        most = most.saturating_mul(2);
-        batch.clear();
-        while batch.len() < size {
-            match candidates.next()? {
-                Some(row) => batch.push(row.get::<_, i64>(0)?),
-                None => break,
-            }
-        }
-        let exhausted = batch.len() < size;
-        batch.sort_unstable();
-        for &seq in &batch {
-            if let Some(blob) = counts.look_up(seq)? {
-                ranking.offer(seq, blob);
-            }
-        }
-        if ranking.full() || exhausted {
-            return Ok(());
-        }
-    }
-}
-
-/// The window's matches scored so far.
-struct Ranking {
-    scorer: Scorer,
-    /// `(score, note)`.
-    scored: Vec<(f64, i64)>,
-    window: usize,
-}
-
-impl Ranking {
-    /// Scores note `seq` from its counts if it matches.
-    fn offer(&mut self, seq: i64, blob: &[u8]) {
-        if let Some(score) = self.scorer.score(blob) {
-            self.scored.push((score, seq));
-        }
-    }
-
-    /// Whether the window holds as many matches as it ranks.
-    fn full(&self) -> bool {
-        self.scored.len() >= self.window
-    }
-
-    /// The best `limit` hits of the newest `window` matches, best first; ties go to the newer
-    /// note, as with FTS5's ranking.
-    fn hits(mut self, conn: &Connection, limit: usize) -> rusqlite::Result<Plan> {
-        // A batch looked up out of order may have overfilled the window.
-        if self.scored.len() > self.window {
-            self.scored
-                .sort_unstable_by_key(|&(_, seq)| std::cmp::Reverse(seq));
-            self.scored.truncate(self.window);
-        }
-        self.scored
-            .sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-        let mut note = conn.prepare_cached("SELECT id, title, tags FROM notes WHERE seq = ?1")?;
-        let mut hits = Vec::with_capacity(limit.min(self.scored.len()));
-        for (score, seq) in self.scored {
-            if hits.len() == limit {
-                break;
-            }
-            let hit = note
-                .query_row([seq], |r| {
-                    Ok(SearchHit {
-                        id: r.get(0)?,
-                        title: r.get(1)?,
-                        tags: super::tags_from_json(r, 2)?,
-                        score,
-                    })
-                })
-                .optional()?;
-            match hit {
-                Some(hit) => hits.push(hit),
-                // Counts left behind by a build from before the vocabulary, which deleted
-                // the note without them: the note is gone, so is the hit.
-                None => tracing::warn!(seq, "search counts for a note that no longer exists"),
-            }
-        }
-        Ok(Plan::Ranked(hits))
-    }
 }
 
 /// How many notes are expected to hold every word, taking the words as independent.
@@ -545,77 +407,6 @@ fn route(words: &[Word], notes: i64) -> Route {
     }
 }
 
-/// Reads notes' stored counts ([`NoteTerms`] blobs) for dense candidates, asked for newest
-/// first: a chunk of neighbouring notes at a time.
-struct RangeCounts<'conn> {
-    /// The next notes at or below a number.
-    range: rusqlite::CachedStatement<'conn>,
-    chunk: Vec<(i64, Vec<u8>)>,
-    at: usize,
-}
-
-/// Notes read per range read.
-const RANGE_CHUNK: i64 = 256;
-
-impl<'conn> RangeCounts<'conn> {
-    fn new(conn: &'conn Connection) -> rusqlite::Result<Self> {
-        Ok(RangeCounts {
-            range: conn.prepare_cached(
-                "SELECT note, terms FROM note_terms WHERE note <= ?1 ORDER BY note DESC LIMIT ?2",
-            )?,
-            chunk: Vec::new(),
-            at: 0,
-        })
-    }
-
-    /// The counts of note `seq`, which is older than any asked for before.
-    fn read(&mut self, seq: i64) -> rusqlite::Result<Option<&[u8]>> {
-        while self.chunk.get(self.at).is_some_and(|(note, _)| *note > seq) {
-            self.at += 1;
-        }
-        if self.at >= self.chunk.len() {
-            self.chunk = self
-                .range
-                .query_map(params![seq, RANGE_CHUNK], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<_>>()?;
-            self.at = 0;
-        }
-        Ok(match self.chunk.get(self.at) {
-            Some((note, blob)) if *note == seq => Some(blob.as_slice()),
-            _ => None,
-        })
-    }
-}
-
-/// Looks notes' stored counts up one note at a time, in any order.
-struct CountLookup<'conn> {
-    lookup: rusqlite::CachedStatement<'conn>,
-    /// The last note's counts.
-    one: Vec<u8>,
-}
-
-impl<'conn> CountLookup<'conn> {
-    fn new(conn: &'conn Connection) -> rusqlite::Result<Self> {
-        Ok(CountLookup {
-            lookup: conn.prepare_cached("SELECT terms FROM note_terms WHERE note = ?1")?,
-            one: Vec::new(),
-        })
-    }
-
-    /// The counts of note `seq`.
-    fn look_up(&mut self, seq: i64) -> rusqlite::Result<Option<&[u8]>> {
-        let mut rows = self.lookup.query([seq])?;
-        let Some(row) = rows.next()? else {
-            return Ok(None);
-        };
-        self.one.clear();
-        if let rusqlite::types::ValueRef::Blob(blob) = row.get_ref(0)? {
-            self.one.extend_from_slice(blob);
-        }
-        Ok(Some(&self.one))
-    }
-}
-
 /// The terms starting with `prefix` and the FTS5 phrases for them; `None` when there are more
 /// than [`MAX_EXPANSIONS`].
 fn expand(conn: &Connection, prefix: &str) -> rusqlite::Result<Option<(Word, Vec<String>)>> {
@@ -661,105 +452,10 @@ fn prefix_kept(prefix: &str) -> bool {
     super::schema::KEPT_PREFIX_CHARS.contains(&prefix.chars().count())
 }
 
-/// FTS5's BM25 (`fts5_aux.c`), with the IDF of each word taken from the vocabulary instead of a
-/// walk over its doclist.
-struct Scorer {
-    /// `(term id, word)` for every term of every word, sorted.
-    terms: Vec<(u32, usize)>,
-    /// One bit per term id, set for the terms in `terms`: most of a note's terms are not
-    /// wanted, and a bit test dismisses each at once.
-    wanted: Vec<u64>,
-    idf: Vec<f64>,
-    average_length: f64,
-    /// Each word's weighted count in the note being scored.
-    frequency: Vec<f64>,
-}
-
-impl Scorer {
-    fn new(words: &[Word], notes: i64, tokens: i64) -> Scorer {
-        let idf = idfs(words, notes);
-        let mut terms: Vec<(u32, usize)> = words
-            .iter()
-            .enumerate()
-            .flat_map(|(i, w)| w.terms.iter().map(move |id| (*id, i)))
-            .collect();
-        terms.sort_unstable();
-        let highest = terms.last().map_or(0, |(id, _)| *id as usize);
-        let mut wanted = vec![0_u64; highest / 64 + 1];
-        for (id, _) in &terms {
-            wanted[*id as usize / 64] |= 1 << (id % 64);
-        }
-        Scorer {
-            terms,
-            wanted,
-            frequency: vec![0.0; idf.len()],
-            idf,
-            average_length: average_length(notes, tokens),
-        }
-    }
-
-    /// The score of a note from its stored counts (see [`NoteTerms`]); `None` when a word has
-    /// none of its terms in the note.
-    fn score(&mut self, blob: &[u8]) -> Option<f64> {
-        let (length, terms) = NoteTerms::read(blob);
-        self.frequency.fill(0.0);
-        for (id, count) in terms {
-            let bits = self.wanted.get(id as usize / 64).copied().unwrap_or(0);
-            if bits & (1 << (id % 64)) == 0 {
-                continue;
-            }
-            // A term two words both start (`dep deploy`) counts for each.
-            let from = self.terms.partition_point(|(t, _)| *t < id);
-            for (_, word) in self.terms[from..].iter().take_while(|(t, _)| *t == id) {
-                self.frequency[*word] += f64::from(count);
-            }
-        }
-        if self.frequency.contains(&0.0) {
-            return None;
-        }
-        Some(bm25(
-            &self.frequency,
-            &self.idf,
-            f64::from(length),
-            self.average_length,
-        ))
-    }
-}
-
-/// Each word's IDF as FTS5's `bm25()` computes it, from the notes holding the word.
-fn idfs(words: &[Word], notes: i64) -> Vec<f64> {
-    let total = notes.max(1) as f64;
-    words
-        .iter()
-        .map(|w| {
-            // A prefix's notes are summed over its terms, which counts a note holding two of
-            // them twice; FTS5 counts the union. Capped at the number of notes.
-            let holding = w.notes.min(notes).max(0) as f64;
-            let idf = ((total - holding + 0.5) / (holding + 0.5)).ln();
-            if idf <= 0.0 { 1e-6 } else { idf }
-        })
-        .collect()
-}
-
-/// Tokens per note.
-fn average_length(notes: i64, tokens: i64) -> f64 {
-    (tokens.max(1) as f64) / (notes.max(1) as f64)
-}
-
-/// FTS5's BM25 (`fts5_aux.c`) of a note of `length` tokens, from each word's weighted
-/// `frequency` in it and its `idf`.
-pub(super) fn bm25(frequency: &[f64], idf: &[f64], length: f64, average_length: f64) -> f64 {
-    let norm = K1 * (1.0 - B + B * length / average_length);
-    frequency
-        .iter()
-        .zip(idf)
-        .map(|(f, idf)| idf * (f * (K1 + 1.0)) / (f + norm))
-        .sum()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::{SqliteBackend, fts5_search};
+    use super::super::SqliteBackend;
+    use super::super::search::fts5_search;
     use super::*;
     use crate::store::sqlite::NoteBackend;
     use crate::store::sqlite::query;
@@ -880,7 +576,7 @@ mod tests {
         route: Route,
         limit: usize,
     ) -> rusqlite::Result<Option<Vec<SearchHit>>> {
-        let wanted = super::super::tags_to_json(tags.iter().map(String::as_str));
+        let wanted = super::super::rows::tags_to_json(tags.iter().map(String::as_str));
         let size = StoreSize::read(conn)?;
         Ok(
             match search_routed(conn, q, tags, &wanted, limit, size, Some(route))? {
@@ -899,7 +595,7 @@ mod tests {
     }
 
     fn by_prefixes(conn: &Connection, q: &str, tags: &[String]) -> Vec<SearchHit> {
-        let wanted = super::super::tags_to_json(tags.iter().map(String::as_str));
+        let wanted = super::super::rows::tags_to_json(tags.iter().map(String::as_str));
         let expr = query::match_expression(q).unwrap();
         fts5_search(conn, &expr, None, tags, &wanted, 1000).unwrap()
     }

@@ -1,0 +1,260 @@
+//! The SQLite engine as a [`NoteBackend`]: each call as reads of the reader pool (or from
+//! memory) and writes of the one writer.
+
+use super::opening::open_reader;
+use super::rows::{note_from_row, sorted_with_prefix, sql_limit, tags_from_json};
+use super::search::{in_snapshot, search_on};
+use super::writes::{delete_write, put_dated_write, put_write};
+use super::*;
+
+impl NoteBackend for SqliteBackend {
+    fn get(&self, id: &str) -> Result<Option<Note>, StoreError> {
+        self.read_and_keep(|| {
+            self.read("read a note", |conn| {
+                conn.prepare_cached(
+                    "SELECT id, title, tags, body, created_at, updated_at FROM notes WHERE id = ?1",
+                )?
+                .query_row([id], note_from_row)
+                .optional()
+            })
+        })
+    }
+
+    fn get_cached(&self, id: &str) -> Option<Note> {
+        if self.damage().is_some() {
+            return None;
+        }
+        let note = self.cache.get(id, self.changes.stamp()?)?;
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        Some(note)
+    }
+
+    fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
+        self.write(SAVE_A_NOTE, put_write(draft, mode))
+    }
+
+    fn put_dated(
+        &self,
+        notes: Vec<(NoteDraft, NoteDates)>,
+        mode: PutMode,
+    ) -> Result<Vec<PutOutcome>, StoreError> {
+        self.write(SAVE_NOTES, put_dated_write(notes, mode))
+    }
+
+    fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        self.write(DELETE_A_NOTE, delete_write(id.to_owned()))
+    }
+
+    fn queued_writes(&self) -> Option<&dyn QueuedWrites> {
+        Some(self)
+    }
+
+    fn list(&self, after: Option<&str>, limit: usize) -> Result<Vec<NoteSummary>, StoreError> {
+        self.read("list notes", |conn| {
+            conn.prepare_cached(
+                "SELECT id, title, tags, updated_at FROM notes WHERE id > ?1 ORDER BY id LIMIT ?2",
+            )?
+            .query_map(params![after.unwrap_or(""), sql_limit(limit)], |row| {
+                Ok(NoteSummary {
+                    id: row.get(0)?,
+                    title: row.get(1)?,
+                    tags: tags_from_json(row, 2)?,
+                    updated_at: row.get(3)?,
+                })
+            })?
+            .collect()
+        })
+    }
+
+    fn list_with_bodies(&self, after: Option<&str>, limit: usize) -> Result<Vec<Note>, StoreError> {
+        self.read("list notes", |conn| {
+            conn.prepare_cached(
+                "SELECT id, title, tags, body, created_at, updated_at FROM notes WHERE id > ?1 ORDER BY id LIMIT ?2",
+            )?
+            .query_map(params![after.unwrap_or(""), sql_limit(limit)], note_from_row)?
+            .collect()
+        })
+    }
+
+    fn count(&self) -> Result<u64, StoreError> {
+        self.read("count notes", |conn| {
+            conn.prepare_cached("SELECT count(*) FROM notes")?
+                .query_row([], |r| r.get::<_, i64>(0))
+        })
+        .map(|n| u64::try_from(n).unwrap_or(0))
+    }
+
+    fn search(
+        &self,
+        query: &str,
+        tags: &[String],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        // Its words are folded as the index holds the notes (`query::folded_words`).
+        let Some(expr) = query::match_expression(query).filter(|_| limit > 0) else {
+            return Ok(Vec::new());
+        };
+        self.read(SEARCH_NOTES, |conn| {
+            // One snapshot for the planner's several statements, and one set of file locks
+            // instead of one per statement.
+            in_snapshot(conn, || {
+                let size = StoreSize::read(conn)?;
+                self.small_enough_to_search_at_once(size);
+                search_on(conn, query, &expr, tags, limit, size)
+            })
+        })
+    }
+
+    fn search_at_once(
+        &self,
+        query: &str,
+        tags: &[String],
+        limit: usize,
+    ) -> Option<Result<Vec<SearchHit>, StoreError>> {
+        if !self.small_when_searched.load(Ordering::Relaxed) {
+            return None;
+        }
+        let Some(expr) = query::match_expression(query).filter(|_| limit > 0) else {
+            return Some(Ok(Vec::new()));
+        };
+        // The size is read again in the search's own snapshot: another process may have
+        // written many notes since.
+        let found = self.read_at_once(SEARCH_NOTES, |conn| {
+            in_snapshot(conn, || {
+                let size = StoreSize::read(conn)?;
+                if !self.small_enough_to_search_at_once(size) {
+                    return Ok(None);
+                }
+                search_on(conn, query, &expr, tags, limit, size).map(Some)
+            })
+        })?;
+        found.transpose()
+    }
+
+    fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.read("list note ids", |conn| {
+            sorted_with_prefix(
+                conn,
+                "SELECT id FROM notes WHERE id >= ?1 ORDER BY id",
+                prefix,
+                limit,
+            )
+        })
+    }
+
+    fn tags_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.read("list tags", |conn| {
+            sorted_with_prefix(
+                conn,
+                "SELECT DISTINCT tag FROM note_tags WHERE tag >= ?1 ORDER BY tag",
+                prefix,
+                limit,
+            )
+        })
+    }
+
+    fn damage_checked(&self) -> Result<(), StoreError> {
+        self.pages.wait();
+        self.refuse_if_damaged()
+    }
+
+    fn requests_made(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    fn merge_index_step(&self) -> Result<MergeProgress, StoreError> {
+        let start = !self.merging.load(Ordering::Relaxed);
+        // Counting on a reader leaves the write lock, and the file, alone when there is
+        // nothing to merge.
+        if start
+            && self.read_quietly("count the search index's segments", index_merge::segments)?
+                <= index_merge::MAX_SEGMENTS
+        {
+            return Ok(MergeProgress::Done);
+        }
+        let progress =
+            self.write_quietly("merge the search index", |tx| index_merge::step(tx, start))?;
+        self.merging
+            .store(progress == MergeProgress::More, Ordering::Relaxed);
+        Ok(progress)
+    }
+
+    fn rebuild_indexes(&self) -> Result<u64, StoreError> {
+        self.write_alone("rebuild the indexes", |tx| {
+            tx.execute_batch(
+                "DELETE FROM note_tags;
+                 INSERT OR IGNORE INTO note_tags (tag, note)
+                     SELECT json_each.value, notes.seq FROM notes, json_each(notes.tags);",
+            )?;
+            schema::rebuild_search_index(tx)?;
+            tx.query_row("SELECT count(*) FROM notes", [], |r| r.get(0))
+        })
+    }
+
+    fn verify(&self) -> Result<(), StoreError> {
+        let integrity = |conn: &Connection| {
+            let mut stmt = conn.prepare("PRAGMA integrity_check(5)")?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        };
+        // On a connection of its own: FTS5's part of this check runs on whatever it cached
+        // of its index, and a reader that checked before a rebuild reports the rebuilt index
+        // as malformed.
+        let problems = match &self.path {
+            Some(path) => open_reader(path)
+                .and_then(|conn| integrity(&conn))
+                .map_err(self.fail("check the store"))?,
+            None => self.read("check the store", integrity)?,
+        };
+        let mut problems: Vec<String> = problems.into_iter().filter(|p| p != "ok").collect();
+        // The search vocabulary must hold the counts of every note and of nothing else, and
+        // its statistics must count the notes.
+        let (uncounted, orphaned, notes, counted): (i64, i64, i64, i64) =
+            self.read("check the store", |conn| {
+                conn.query_row(
+                    "SELECT (SELECT count(*) FROM notes
+                             WHERE NOT EXISTS (SELECT 1 FROM note_terms WHERE note = seq)),
+                            (SELECT count(*) FROM note_terms
+                             WHERE NOT EXISTS (SELECT 1 FROM notes WHERE seq = note)),
+                            (SELECT count(*) FROM notes),
+                            (SELECT notes FROM search_stats WHERE id = 1)",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                )
+            })?;
+        if uncounted != 0 || orphaned != 0 || notes != counted {
+            problems.push(format!(
+                "search vocabulary out of step: {uncounted} notes without term counts, \
+                 {orphaned} term counts without a note, {counted} notes counted of {notes}"
+            ));
+        }
+        // FTS5 compares its index with the notes table; it is an INSERT, so it needs the
+        // writer, and it changes nothing.
+        let fts = self.write_alone("check the search index", |tx| {
+            tx.execute(
+                "INSERT INTO notes_fts (notes_fts, rank) VALUES ('integrity-check', 1)",
+                [],
+            )
+        });
+        match fts {
+            // Not getting the lock says nothing of the index.
+            Err(busy @ StoreError::Busy { .. }) => return Err(busy),
+            Err(e) => problems.push(format!("search index: {e}")),
+            Ok(_) => {}
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let reason = problems.join("; ").replace('\n', " ");
+        match &self.path {
+            Some(path) => Err(StoreError::Corrupt {
+                path: path.clone(),
+                reason,
+            }),
+            None => Err(StoreError::Backend {
+                context: "the in-memory store failed its check".to_owned(),
+                source: reason.into(),
+            }),
+        }
+    }
+}
