@@ -30,6 +30,7 @@ use rmcp::transport::common::http_header::{
 };
 use rmcp::{Peer, RoleServer};
 
+use super::unreadable::is_json;
 use crate::McpServer;
 use crate::transport::{InlineToolCalls, plain_call_tool};
 
@@ -65,7 +66,11 @@ pub(super) struct DirectCall {
 impl DirectCall {
     /// The call in `body`, if it is a plain one that `calls` (the session's) may answer
     /// without rmcp.
-    pub(super) fn of(parts: &Parts, body: &[u8], calls: &InlineToolCalls) -> Option<Self> {
+    pub(super) fn of(
+        parts: &Parts,
+        message: &serde_json::Value,
+        calls: &InlineToolCalls,
+    ) -> Option<Self> {
         let peer = calls.peer()?;
         if peer.is_transport_closed() {
             return None;
@@ -85,8 +90,8 @@ impl DirectCall {
         if !version_matches || !accepts_json_and_events(headers) || !is_json(headers) {
             return None;
         }
-        let value = serde_json::from_slice(body).ok()?;
-        let (id, call, None) = plain_call_tool(value, false).ok()? else {
+        // The gate parsed the message once; the call takes its own copy of what it holds.
+        let (id, call, None) = plain_call_tool(message.clone(), false).ok()? else {
             return None;
         };
         Some(Self {
@@ -132,19 +137,6 @@ fn accepts_json_and_events(headers: &http::HeaderMap) -> bool {
         }
     }
     json && events
-}
-
-fn is_json(headers: &http::HeaderMap) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .eq_ignore_ascii_case(JSON_MIME_TYPE)
-        })
 }
 
 #[cfg(test)]

@@ -11,26 +11,26 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use http::request::Parts;
 use http::{HeaderValue, Method, StatusCode};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use serde::Deserialize;
 use tokio::sync::Notify;
 
 use super::BearerAuth;
 use super::direct_calls::{self, DirectCall};
+use super::message::Message;
+use super::revision::{self, Revision};
 use super::stateless_streams::StatelessStreams;
 use super::{priming, unreadable};
 use crate::framework::access::{Access, Principal};
 use crate::framework::registry::Catalog;
 use crate::identity::User;
 use crate::locks::lock;
-use crate::transport::{InlineToolCalls, MAX_MESSAGE_BYTES};
-
-/// How long a client may take to send a request's body.
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+use crate::transport::InlineToolCalls;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -105,54 +105,6 @@ impl Drop for InFlightGuard {
     }
 }
 
-/// The little of a JSON-RPC message the gate reads: which method, which tool. Strings are
-/// owned, so that escapes (`"writ\u0065"`) decode here exactly as rmcp decodes them. Fields
-/// the gate only looks into are any JSON: a message whose `params.name` is no string (which
-/// rmcp's `initialize` ignores) must still be seen as the `initialize` it is.
-#[derive(Deserialize)]
-struct Peek {
-    method: Option<String>,
-    id: Option<serde_json::Value>,
-    params: Option<PeekParams>,
-}
-
-#[derive(Deserialize)]
-struct PeekParams {
-    name: Option<serde_json::Value>,
-    cursor: Option<serde_json::Value>,
-    /// The revision an `initialize` asks for.
-    #[serde(rename = "protocolVersion")]
-    protocol_version: Option<serde_json::Value>,
-    #[serde(rename = "_meta")]
-    meta: Option<serde_json::Value>,
-}
-
-impl PeekParams {
-    /// The tool named, for `tools/call`.
-    fn name(&self) -> Option<&str> {
-        self.name.as_ref()?.as_str()
-    }
-
-    /// The revision a request of the stateless revision names in its `_meta`.
-    fn protocol_version(&self) -> Option<&str> {
-        self.meta
-            .as_ref()?
-            .get("io.modelcontextprotocol/protocolVersion")?
-            .as_str()
-    }
-}
-
-impl Peek {
-    /// The method, when this is a request of the stateless revision for a method it removed:
-    /// rmcp would take an `initialize` for the older handshake and open a session, and would
-    /// read the others' params before finding the method gone.
-    fn removed_by_stateless_revision(&self) -> Option<&str> {
-        let method = self.method.as_deref()?;
-        let version = self.params.as_ref().and_then(PeekParams::protocol_version);
-        crate::framework::server::removed_by_stateless_revision(method, version).then_some(method)
-    }
-}
-
 impl Gate {
     fn challenge(&self, error: Option<&str>, scope: Option<&str>) -> HeaderValue {
         let mut parts = Vec::new();
@@ -192,16 +144,161 @@ impl Gate {
         )
             .into_response()
     }
+}
 
-    /// The principal of the request's bearer token, or the response refusing it.
-    async fn authenticate(
-        &self,
-        headers: &http::HeaderMap,
-    ) -> Result<Option<(Principal, Arc<str>)>, Response> {
-        let Some(auth) = &self.auth else {
-            return Ok(None);
+fn shutting_down() -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Service Unavailable: shutting down",
+    )
+        .into_response()
+}
+
+/// A session id rmcp never issues (its ids are UUIDs).
+const NEVER_ISSUED_SESSION: &str = "pkb-never-issued";
+
+/// Who a request is from: the principal of its bearer token, and the token (kept to end what
+/// the request opens once the token fails). Both `None` without authentication.
+struct Caller {
+    principal: Option<Principal>,
+    token: Option<Arc<str>>,
+}
+
+/// The session a request names, as the gate knows it.
+struct NamedSession {
+    /// The id, as passed on to rmcp: another user's is replaced by one never issued.
+    id: Option<String>,
+    /// The session's direct answers to plain calls, when it is the caller's.
+    calls: Option<Arc<InlineToolCalls>>,
+}
+
+/// What the stages before rmcp leave for the stages after it.
+struct Passage<'a> {
+    caller: Caller,
+    session: NamedSession,
+    method: Method,
+    /// The POST's body, should rmcp find it unreadable.
+    sent: Option<Bytes>,
+    /// Params rmcp would not refuse plainly (see `transport::known_params_error`): its
+    /// answer, once rmcp has made its own checks (headers, session) and taken the request, is
+    /// replaced with -32602 saying what is wrong.
+    bad_params: Option<String>,
+    sent_as_json: bool,
+    predates_priming: bool,
+    /// A place under the session limit, held by an `initialize` until its session is among
+    /// the owners (or it opened none).
+    reservation: Option<SessionPlace<'a>>,
+}
+
+/// The gate in front of `/mcp`. A request meets the stages of [`Gate::pass`] in order; one
+/// that refuses it answers at once, and nothing behind it (rmcp, a handler) runs.
+pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    match gate.pass(request, next).await {
+        Ok(response) | Err(response) => response,
+    }
+}
+
+impl Gate {
+    async fn pass(&self, request: Request, next: Next) -> Result<Response, Response> {
+        let draining = self.draining.load(Ordering::SeqCst);
+        if draining && request.method() != Method::POST {
+            return Err(shutting_down());
+        }
+        let (mut parts, body) = request.into_parts();
+        let revision = Revision::of(&parts.headers);
+        let caller = self.authenticate(&mut parts.headers).await?;
+        let session = self.name_session(&mut parts.headers, &caller);
+        let method = parts.method.clone();
+        if method != Method::POST {
+            if method == Method::GET {
+                // The event stream of a session carries note changes: reading them is reading.
+                self.check_scope(&caller, Access::Read)?;
+            }
+            self.refuse_unknown_session_end(&method, &revision, &session)
+                .await?;
+            let passage = Passage {
+                caller,
+                session,
+                method,
+                sent: None,
+                bad_params: None,
+                sent_as_json: false,
+                predates_priming: false,
+                reservation: None,
+            };
+            return Ok(self.forward(parts, body, passage, next).await);
+        }
+        let message = Message::read(body).await?;
+        if !message.readable() && caller.principal.is_some() {
+            // A body the gate cannot read is one whose scope it cannot tell: with
+            // authorization on, it goes no further.
+            return Err(unreadable::answer(
+                message.bytes(),
+                "the body is not one JSON-RPC message",
+            ));
+        }
+        if draining && message.is_new_request() {
+            return Err(shutting_down());
+        }
+        if let Some(rpc_method) = message.method() {
+            let name = message
+                .tool_name()
+                .map(|name| serde_json::json!({ "name": name }));
+            self.check_scope(
+                &caller,
+                self.registry.required_access(rpc_method, name.as_ref()),
+            )?;
+        }
+        revision::refuse_removed_method(&message)?;
+        let mut parts = match self
+            .answer_directly(parts, &caller, &session, &message)
+            .await
+        {
+            Ok(answer) => return Ok(answer),
+            Err(parts) => parts,
         };
-        let Some(header) = headers.get(AUTHORIZATION) else {
+        let reservation = match (&session.id, message.method()) {
+            (None, Some("initialize")) => Some(self.reserve_session().ok_or_else(|| {
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Service Unavailable: too many sessions",
+                )
+                    .into_response()
+            })?),
+            _ => None,
+        };
+        revision::name_notification(&revision, &mut parts.headers, &message);
+        let requested = message
+            .is_request()
+            .then(|| message.requested_revision())
+            .flatten()
+            .filter(|_| message.method() == Some("initialize"));
+        let passage = Passage {
+            predates_priming: revision.predates_priming(requested),
+            bad_params: bad_params(&message),
+            sent_as_json: unreadable::is_json(&parts.headers),
+            sent: Some(message.bytes().clone()),
+            caller,
+            session,
+            method,
+            reservation,
+        };
+        let body = Body::from(message.bytes().clone());
+        Ok(self.forward(parts, body, passage, next).await)
+    }
+
+    /// Authentication: the principal of the request's bearer token, or the response refusing
+    /// it. The token has done its work once read: nothing behind the gate (rmcp, a handler, a
+    /// log line printing the request) gets to see it, or to pass it on.
+    async fn authenticate(&self, headers: &mut http::HeaderMap) -> Result<Caller, Response> {
+        let header = headers.remove(AUTHORIZATION);
+        let Some(auth) = &self.auth else {
+            return Ok(Caller {
+                principal: None,
+                token: None,
+            });
+        };
+        let Some(header) = header else {
             return Err(self.unauthorized(false));
         };
         let token = header
@@ -215,293 +312,210 @@ impl Gate {
             return Err(self.unauthorized(true));
         };
         match auth.authenticate(token).await {
-            Some(principal) => Ok(Some((principal, token.into()))),
+            Some(principal) => Ok(Caller {
+                principal: Some(principal),
+                token: Some(token.into()),
+            }),
             None => Err(self.unauthorized(true)),
         }
     }
-}
 
-fn shutting_down() -> Response {
-    (
-        StatusCode::SERVICE_UNAVAILABLE,
-        "Service Unavailable: shutting down",
-    )
-        .into_response()
-}
-
-/// The header that names a request's method on the 2026-07-28 revision (SEP-2243).
-const MCP_METHOD_HEADER: &str = "mcp-method";
-
-/// A session id rmcp never issues (its ids are UUIDs).
-const NEVER_ISSUED_SESSION: &str = "pkb-never-issued";
-
-/// The gate in front of `/mcp`.
-pub async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
-    let draining = gate.draining.load(Ordering::SeqCst);
-    if draining && request.method() != Method::POST {
-        return shutting_down();
-    }
-    let (mut parts, body) = request.into_parts();
-    let (principal, token) = match gate.authenticate(&parts.headers).await {
-        Ok(Some((principal, token))) => (Some(principal), Some(token)),
-        Ok(None) => (None, None),
-        Err(refused) => return refused,
-    };
-    // The token has done its work: nothing behind the gate (rmcp, a handler, a log line
-    // printing the request) gets to see it, or to pass it on.
-    parts.headers.remove(AUTHORIZATION);
-    let user = principal.as_ref().map(|p| p.user.clone());
-    let mut session = parts
-        .headers
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let mut session_calls = None;
-    let mut foreign = false;
-    if let Some(session) = &session
-        && let Some(owner) = lock(&gate.owners).get_mut(session)
-    {
-        if owner.user == user {
+    /// The session the request names. Its owner's last request is now, with this token. Another
+    /// user's session is, to this user, no session at all: the request goes on naming one that
+    /// was never issued, and is answered exactly as for any unknown id.
+    fn name_session(&self, headers: &mut http::HeaderMap, caller: &Caller) -> NamedSession {
+        let id = headers
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let user = caller.principal.as_ref().map(|p| &p.user);
+        let mut calls = None;
+        if let Some(id) = &id
+            && let Some(owner) = lock(&self.owners).get_mut(id)
+        {
+            if owner.user.as_ref() != user {
+                headers.insert(
+                    SESSION_HEADER,
+                    HeaderValue::from_static(NEVER_ISSUED_SESSION),
+                );
+                return NamedSession {
+                    id: Some(NEVER_ISSUED_SESSION.to_owned()),
+                    calls: None,
+                };
+            }
             owner.last_seen = Instant::now();
-            owner.token.clone_from(&token);
-            session_calls.clone_from(&owner.calls);
+            owner.token.clone_from(&caller.token);
+            calls.clone_from(&owner.calls);
+        }
+        NamedSession { id, calls }
+    }
+
+    /// Scope: whether the caller's token allows `access` (the declarations say what each
+    /// request needs).
+    #[allow(
+        clippy::result_large_err,
+        reason = "a refusal is the response itself, made once for the request it ends"
+    )]
+    fn check_scope(&self, caller: &Caller, access: Access) -> Result<(), Response> {
+        if let Some(principal) = &caller.principal
+            && !principal.scopes.allows(access)
+            && let Some(auth) = &self.auth
+            && let Some(scope) = auth.scope_names().needed_for(access)
+        {
+            return Err(self.forbidden(scope));
+        }
+        Ok(())
+    }
+
+    /// rmcp ends whatever session a DELETE names and answers 202 even when there is none; the
+    /// contract answers an unknown, ended or another user's session with 404, as rmcp does for
+    /// the other methods.
+    #[allow(
+        clippy::result_large_err,
+        reason = "a refusal is the response itself, made once for the request it ends"
+    )]
+    async fn refuse_unknown_session_end(
+        &self,
+        method: &Method,
+        revision: &Revision,
+        session: &NamedSession,
+    ) -> Result<(), Response> {
+        if *method == Method::DELETE
+            && revision.has_sessions()
+            && let Some(id) = &session.id
+            && !self
+                .sessions
+                .has_session(&id.as_str().into())
+                .await
+                .unwrap_or(false)
+        {
+            return Err((StatusCode::NOT_FOUND, "Not Found: Session not found").into_response());
+        }
+        Ok(())
+    }
+
+    /// A plain `tools/call` in the caller's session, answered here (see [`direct_calls`]);
+    /// any other request's `parts` back.
+    async fn answer_directly(
+        &self,
+        mut parts: Parts,
+        caller: &Caller,
+        session: &NamedSession,
+        message: &Message,
+    ) -> Result<Response, Parts> {
+        let Some(calls) = session.calls.as_ref() else {
+            return Err(parts);
+        };
+        if message.method() != Some("tools/call") {
+            return Err(parts);
+        }
+        let Some(call) = DirectCall::of(&parts, message.value(), calls) else {
+            return Err(parts);
+        };
+        if let Some(principal) = &caller.principal {
+            parts.extensions.insert(principal.clone());
+        }
+        let guard = self.in_flight.enter();
+        Ok(tracked(call.answer(parts, calls).await, guard))
+    }
+
+    /// Passes the request to rmcp, then mends what rmcp answers and records what it opened.
+    async fn forward(
+        &self,
+        parts: Parts,
+        body: Body,
+        mut passage: Passage<'_>,
+        next: Next,
+    ) -> Response {
+        let mut request = Request::from_parts(parts, body);
+        if let Some(principal) = &passage.caller.principal {
+            request.extensions_mut().insert(principal.clone());
+        }
+        let guard = (passage.method == Method::POST).then(|| self.in_flight.enter());
+        let (mut response, calls) = if passage.reservation.is_some() {
+            direct_calls::opening(next.run(request)).await
         } else {
-            foreign = true;
-        }
-    }
-    if foreign {
-        // Another user's session is, to this user, no session at all: the request goes on
-        // naming one that was never issued, and is answered exactly as for any unknown id.
-        parts.headers.insert(
-            SESSION_HEADER,
-            HeaderValue::from_static(NEVER_ISSUED_SESSION),
-        );
-        session = Some(NEVER_ISSUED_SESSION.to_owned());
-    }
-    let method = parts.method.clone();
-    let sent_as_json = unreadable::is_json(&parts.headers);
-    // What a POST sent, should rmcp find it unreadable.
-    let mut sent = None;
-    // Params rmcp would not refuse plainly (see `transport::known_params_error`): its answer,
-    // once rmcp has made its own checks (headers, session) and taken the request, is replaced
-    // with -32602 saying what is wrong.
-    let mut bad_params = None;
-    // Whether the request's revision predates SSE priming events (see `priming`); an
-    // `initialize` names its revision in its body, read below.
-    let mut predates_priming = priming::predates_priming(&parts.headers, None);
-    let stateless_revision = parts
-        .headers
-        .get("mcp-protocol-version")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str());
-    // Held until the session it opens is among the owners (or it opened none).
-    let mut reservation = None;
-    let mut request = if method == Method::POST {
-        let bytes = match read_body(body).await {
-            Ok(bytes) => bytes,
-            Err(refused) => return refused,
+            (next.run(request).await, None)
         };
-        let peek = match serde_json::from_slice::<Peek>(&bytes) {
-            Ok(peek) => Some(peek),
-            // Read again only when the peek failed on JSON's meaning, not its syntax: a body
-            // is parsed once on the way to rmcp.
-            Err(error)
-                if error.is_syntax()
-                    || error.is_eof()
-                    || serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err() =>
-            {
-                return unreadable::parse_error("the body is not JSON");
-            }
-            // A body the gate cannot read is one whose scope it cannot tell: with
-            // authorization on, it goes no further.
-            Err(_) if principal.is_some() => {
-                return unreadable::answer(&bytes, "the body is not one JSON-RPC message");
-            }
-            Err(_) => None,
-        };
-        let rpc_method = peek.as_ref().and_then(|p| p.method.as_deref());
-        // While draining, the answers and notifications that calls in flight wait for (a
-        // sampling response, a cancellation) still come in; new requests do not.
-        let new_request = peek
-            .as_ref()
-            .is_none_or(|p| p.method.is_some() && p.id.is_some());
-        if draining && new_request {
-            return shutting_down();
-        }
-        if let Some(principal) = &principal
-            && let Some(rpc_method) = rpc_method
-        {
-            let name = peek
-                .as_ref()
-                .and_then(|p| p.params.as_ref())
-                .and_then(PeekParams::name);
-            let params = name.map(|name| serde_json::json!({ "name": name }));
-            let access: Access = gate.registry.required_access(rpc_method, params.as_ref());
-            if !principal.scopes.allows(access)
-                && let Some(auth) = &gate.auth
-                && let Some(scope) = auth.scope_names().needed_for(access)
-            {
-                return gate.forbidden(scope);
-            }
-        }
-        if let Some(peek) = &peek
-            && peek.id.is_some()
-            && let Some(removed) = peek.removed_by_stateless_revision()
-        {
-            let error = serde_json::json!({
-                "jsonrpc": "2.0",
-                "id": peek.id,
-                "error": {"code": -32601, "message": format!("method not found: {removed} (2026-07-28 has no such method)")},
-            });
-            return (StatusCode::NOT_FOUND, axum::Json(error)).into_response();
-        }
-        if let Some(peek) = &peek
-            && peek.id.is_some()
-            && let Some(rpc_method) = rpc_method
-        {
-            if rpc_method == "initialize" {
-                let requested = peek
-                    .params
-                    .as_ref()
-                    .and_then(|p| p.protocol_version.as_ref());
-                let requested = requested.and_then(serde_json::Value::as_str);
-                predates_priming = priming::predates_priming(&parts.headers, requested);
-            }
-            bad_params = if rpc_method == "initialize" {
-                // Once a session: read whole, as stdio reads every message.
-                serde_json::from_slice(&bytes)
-                    .ok()
-                    .and_then(|value| crate::transport::known_params_error(&value))
-            } else {
-                let cursor = peek.params.as_ref().and_then(|p| p.cursor.as_ref());
-                crate::framework::server::unreadable_cursor(rpc_method, cursor)
+        if let Some(sent) = &passage.sent {
+            response = match &passage.bad_params {
+                Some(why) if response.status().is_success() => unreadable::answer(sent, why),
+                _ => unreadable::mend(response, sent, passage.sent_as_json).await,
             };
         }
-        if let Some(calls) = &session_calls
-            && rpc_method == Some("tools/call")
-            && let Some(call) = DirectCall::of(&parts, &bytes, calls)
+        if passage.predates_priming && is_event_stream(&response) {
+            response = priming::without_priming(response);
+        }
+        // A stream outside any session (`subscriptions/listen`) carries the user's note
+        // changes until its client closes it: it must end with its token, as a session does.
+        // A session header does not make a request of the stateless revision part of that
+        // session (rmcp does not look at it there), so every event stream is kept with its
+        // token; those of a session would end with it anyway.
+        if !response.headers().contains_key(SESSION_HEADER)
+            && let Some(token) = &passage.caller.token
+            && is_event_stream(&response)
         {
-            if let Some(principal) = principal {
-                parts.extensions.insert(principal);
-            }
-            let guard = gate.in_flight.enter();
-            return tracked(call.answer(parts, calls).await, guard);
+            response = self.streams.track(response, Arc::clone(token));
         }
-        if session.is_none() && rpc_method == Some("initialize") {
-            match gate.reserve_session() {
-                Some(place) => reservation = Some(place),
-                None => {
-                    return (
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "Service Unavailable: too many sessions",
-                    )
-                        .into_response();
-                }
-            }
-        }
-        // The 2026-07-28 revision asks for `Mcp-Method` on requests and leaves notifications
-        // open; rmcp asks for it on both, and the official client sends
-        // `notifications/cancelled` without it. A notification is given its method's header
-        // (as the official TypeScript server exempts them).
-        if stateless_revision
-            && let Some(peek) = &peek
-            && peek.id.is_none()
-            && let Some(rpc_method) = rpc_method
-            && !parts.headers.contains_key(MCP_METHOD_HEADER)
-            && let Ok(value) = HeaderValue::from_str(rpc_method)
+        let reservation = passage.reservation.take();
+        self.record_session(&response, &passage, reservation, calls);
+        if passage.method == Method::DELETE
+            && response.status().is_success()
+            && let Some(session) = &passage.session.id
         {
-            parts.headers.insert(MCP_METHOD_HEADER, value);
+            lock(&self.owners).remove(session);
+            // rmcp answers 202 Accepted, but the session has ended by now; the official
+            // Python SDK takes only 200 or 204 for an ended session and warns of anything
+            // else.
+            *response.status_mut() = StatusCode::NO_CONTENT;
         }
-        sent = Some(bytes.clone());
-        Request::from_parts(parts, Body::from(bytes))
-    } else {
-        // The event stream of a session carries note changes: reading them is reading.
-        if method == Method::GET
-            && let Some(principal) = &principal
-            && !principal.scopes.allows(Access::Read)
-            && let Some(auth) = &gate.auth
-            && let Some(scope) = auth.scope_names().needed_for(Access::Read)
-        {
-            return gate.forbidden(scope);
+        match guard {
+            Some(guard) => tracked(response, guard),
+            None => response,
         }
-        Request::from_parts(parts, body)
-    };
-    if let Some(principal) = principal {
-        request.extensions_mut().insert(principal);
     }
-    // rmcp ends whatever session a DELETE names and answers 202 even when there is none;
-    // the contract answers an unknown, ended or another user's session with 404, as rmcp
-    // does for the other methods. (On 2026-07-28 there are no sessions: rmcp answers 405.)
-    if method == Method::DELETE
-        && !stateless_revision
-        && let Some(id) = &session
-        && !gate
-            .sessions
-            .has_session(&id.as_str().into())
-            .await
-            .unwrap_or(false)
-    {
-        return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
-    }
-    let guard = (method == Method::POST).then(|| gate.in_flight.enter());
-    let (mut response, calls) = if reservation.is_some() {
-        direct_calls::opening(next.run(request)).await
-    } else {
-        (next.run(request).await, None)
-    };
-    if let Some(sent) = &sent {
-        response = match &bad_params {
-            Some(why) if response.status().is_success() => unreadable::answer(sent, why),
-            _ => unreadable::mend(response, sent, sent_as_json).await,
+
+    /// Makes the session `response` opened, if it opened one, the caller's.
+    fn record_session(
+        &self,
+        response: &Response,
+        passage: &Passage<'_>,
+        reservation: Option<SessionPlace<'_>>,
+        calls: Option<Arc<InlineToolCalls>>,
+    ) {
+        let Some(issued) = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .filter(|_| passage.session.id.is_none())
+        else {
+            return;
         };
-    }
-    if predates_priming && is_event_stream(&response) {
-        response = priming::without_priming(response);
-    }
-    // A stream outside any session (`subscriptions/listen`) carries the user's note changes
-    // until its client closes it: it must end with its token, as a session does. A session
-    // header does not make a request of the stateless revision part of that session (rmcp
-    // does not look at it there), so every event stream is kept with its token; those of a
-    // session would end with it anyway.
-    if !response.headers().contains_key(SESSION_HEADER)
-        && let Some(token) = &token
-        && is_event_stream(&response)
-    {
-        response = gate.streams.track(response, Arc::clone(token));
-    }
-    if let Some(issued) = response
-        .headers()
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        && session.is_none()
-    {
         let owner = Owner {
-            user,
-            token,
+            user: passage.caller.principal.as_ref().map(|p| p.user.clone()),
+            token: passage.caller.token.clone(),
             last_seen: Instant::now(),
             calls,
         };
         match reservation {
             Some(place) => place.open(issued.to_owned(), owner),
             None => {
-                lock(&gate.owners).insert(issued.to_owned(), owner);
+                lock(&self.owners).insert(issued.to_owned(), owner);
             }
         }
-    } else {
-        drop(reservation);
     }
-    if method == Method::DELETE
-        && response.status().is_success()
-        && let Some(session) = &session
-    {
-        lock(&gate.owners).remove(session);
-        // rmcp answers 202 Accepted, but the session has ended by now; the official Python
-        // SDK takes only 200 or 204 for an ended session and warns of anything else.
-        *response.status_mut() = StatusCode::NO_CONTENT;
+}
+
+/// What rmcp would answer plainly to a request whose params it cannot use, where it would not:
+/// an `initialize` is read whole (once a session), as stdio reads every message; a page
+/// request's cursor must be a string.
+fn bad_params(message: &Message) -> Option<String> {
+    if !message.is_request() {
+        return None;
     }
-    match guard {
-        Some(guard) => tracked(response, guard),
-        None => response,
+    match message.method()? {
+        "initialize" => crate::transport::known_params_error(message.value()),
+        method => crate::framework::server::unreadable_cursor(method, message.cursor()),
     }
 }
 
@@ -630,30 +644,6 @@ impl Gate {
         open.into_iter()
             .filter(|id| !owners.contains_key(id))
             .collect()
-    }
-}
-
-/// Reads a request body of at most [`MAX_MESSAGE_BYTES`] within [`BODY_TIMEOUT`]: a larger
-/// body is refused (413) as soon as it passes the limit, never held whole.
-async fn read_body(body: Body) -> Result<bytes::Bytes, Response> {
-    let limited = Limited::new(body, MAX_MESSAGE_BYTES);
-    match tokio::time::timeout(BODY_TIMEOUT, limited.collect()).await {
-        Err(_) => Err((
-            StatusCode::REQUEST_TIMEOUT,
-            "Request Timeout: the body came too slowly",
-        )
-            .into_response()),
-        Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => Err((
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "Payload Too Large: the limit is 4 MiB",
-        )
-            .into_response()),
-        Ok(Err(_)) => Err((
-            StatusCode::BAD_REQUEST,
-            "Bad Request: the body could not be read",
-        )
-            .into_response()),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
     }
 }
 

@@ -9,8 +9,10 @@ mod bearer;
 mod direct_calls;
 mod gate;
 mod listener;
+mod message;
 mod origin;
 mod priming;
+mod revision;
 mod stateless_streams;
 mod unreadable;
 
@@ -29,8 +31,8 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 pub use bearer::BearerAuth;
-pub use gate::BODY_TIMEOUT;
 pub use listener::{HEADER_TIMEOUT, Tls};
+pub use message::BODY_TIMEOUT;
 pub use origin::OriginPolicy;
 
 use crate::McpServer;

@@ -8,30 +8,8 @@
 use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
-use http::HeaderMap;
 use http_body::Frame;
 use http_body_util::BodyExt;
-use rmcp::model::ProtocolVersion;
-
-/// Whether a request speaks a revision from before priming events: one naming such a revision
-/// in `MCP-Protocol-Version`, or none at all (2025-03-26 and older send no such header; every
-/// later client does after `initialize`), or an `initialize` asking for one (`requested`).
-pub(super) fn predates_priming(headers: &HeaderMap, requested: Option<&str>) -> bool {
-    let older = [
-        ProtocolVersion::V_2024_11_05,
-        ProtocolVersion::V_2025_03_26,
-        ProtocolVersion::V_2025_06_18,
-    ];
-    let is_older = |version: &str| older.iter().any(|v| v.as_str() == version);
-    if let Some(requested) = requested {
-        // rmcp answers an unknown revision with its newest, which has priming events.
-        return is_older(requested);
-    }
-    match headers.get("mcp-protocol-version") {
-        None => true,
-        Some(version) => version.to_str().is_ok_and(is_older),
-    }
-}
 
 /// `response`, an event stream, without its first event when that is a priming event.
 pub(super) fn without_priming(response: Response) -> Response {
@@ -71,20 +49,5 @@ mod tests {
             b"data: {\"jsonrpc\":\"2.0\"}\nid: 0/1\n\n"
         )));
         assert!(!is_priming(&Bytes::from_static(b": keep-alive\n\n")));
-    }
-
-    #[test]
-    fn only_revisions_before_2025_11_25_lose_it() {
-        let mut headers = HeaderMap::new();
-        assert!(predates_priming(&headers, None), "no header: 2025-03-26");
-        assert!(predates_priming(&headers, Some("2025-06-18")));
-        assert!(!predates_priming(&headers, Some("2025-11-25")));
-        assert!(!predates_priming(&headers, Some("2030-01-01")));
-        headers.insert("mcp-protocol-version", "2025-06-18".parse().unwrap());
-        assert!(predates_priming(&headers, None));
-        headers.insert("mcp-protocol-version", "2025-11-25".parse().unwrap());
-        assert!(!predates_priming(&headers, None));
-        headers.insert("mcp-protocol-version", "2026-07-28".parse().unwrap());
-        assert!(!predates_priming(&headers, None));
     }
 }
