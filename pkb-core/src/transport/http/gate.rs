@@ -15,20 +15,19 @@ use bytes::Bytes;
 use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
 use http::request::Parts;
 use http::{HeaderValue, Method, StatusCode};
-use http_body_util::BodyExt;
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use tokio::sync::Notify;
 
 use super::BearerAuth;
 use super::direct_calls::{self, DirectCall};
+use super::in_flight::{InFlight, tracked};
 use super::message::Message;
 use super::revision::{self, Revision};
+use super::sessions::{Owner, SessionPlace};
 use super::stateless_streams::StatelessStreams;
 use super::{priming, unreadable};
 use crate::framework::access::{Access, Principal};
 use crate::framework::registry::Catalog;
-use crate::identity::User;
 use crate::locks::lock;
 use crate::transport::InlineToolCalls;
 
@@ -56,53 +55,6 @@ pub struct Gate {
     pub(super) draining: AtomicBool,
     /// Event streams answered with a token, ended by the sweep once it fails.
     pub(super) streams: Arc<StatelessStreams>,
-}
-
-/// The user of a session, and when its client last spoke.
-pub struct Owner {
-    user: Option<User>,
-    /// The bearer token of the session's latest request: once it is revoked or expires, the
-    /// session ends, and with it any event stream still carrying the user's note changes.
-    token: Option<Arc<str>>,
-    last_seen: Instant,
-    /// The session's server, answering its plain tool calls without rmcp (see
-    /// [`direct_calls`]).
-    calls: Option<Arc<InlineToolCalls>>,
-}
-
-/// The POST requests whose answer is not yet sent, so a shutdown can wait for them.
-#[derive(Default)]
-pub struct InFlight {
-    count: AtomicUsize,
-    idle: Notify,
-}
-
-impl InFlight {
-    fn enter(self: &Arc<Self>) -> InFlightGuard {
-        self.count.fetch_add(1, Ordering::SeqCst);
-        InFlightGuard(Arc::clone(self))
-    }
-
-    /// Waits until no request is in flight.
-    pub async fn idle(&self) {
-        loop {
-            let notified = self.idle.notified();
-            if self.count.load(Ordering::SeqCst) == 0 {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-struct InFlightGuard(Arc<InFlight>);
-
-impl Drop for InFlightGuard {
-    fn drop(&mut self) {
-        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.idle.notify_waiters();
-        }
-    }
 }
 
 impl Gate {
@@ -524,164 +476,4 @@ fn is_event_stream(response: &Response) -> bool {
         .headers()
         .get(http::header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
-}
-
-/// `response`, counted as in flight until its body is sent or dropped.
-fn tracked(response: Response, guard: InFlightGuard) -> Response {
-    // The body holds the guard: it is dropped with the body, sent or not.
-    response.map(|body| {
-        Body::new(body.map_frame(move |frame| {
-            let _held = &guard;
-            frame
-        }))
-    })
-}
-
-/// A place under `--max-sessions` held for an `initialize` on its way. The count of places
-/// changes only under the owners' lock, so a place becomes an owner in one step.
-pub(super) struct SessionPlace<'a> {
-    gate: &'a Gate,
-    taken: bool,
-}
-
-impl SessionPlace<'_> {
-    /// Turns the place into the session `id`, owned by `owner`.
-    fn open(mut self, id: String, owner: Owner) {
-        let mut owners = lock(&self.gate.owners);
-        owners.insert(id, owner);
-        self.gate.opening.fetch_sub(1, Ordering::SeqCst);
-        self.taken = true;
-    }
-}
-
-impl Drop for SessionPlace<'_> {
-    fn drop(&mut self) {
-        if !self.taken {
-            let _owners = lock(&self.gate.owners);
-            self.gate.opening.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-}
-
-impl Gate {
-    /// A place for one more session, if the sessions open and those being opened leave one.
-    /// Counted under the owners' lock, so two requests racing for the last place cannot both
-    /// get it.
-    fn reserve_session(&self) -> Option<SessionPlace<'_>> {
-        let owners = lock(&self.owners);
-        if owners.len() + self.opening.load(Ordering::SeqCst) >= self.max_sessions {
-            return None;
-        }
-        self.opening.fetch_add(1, Ordering::SeqCst);
-        Some(SessionPlace {
-            gate: self,
-            taken: false,
-        })
-    }
-
-    /// Ends the sessions whose client sent nothing for the idle timeout or whose latest token
-    /// is no longer valid, and forgets the owners of sessions that ended. rmcp's own idle timer is reset by what the server
-    /// sends too, so a session that only receives notifications would never end by it.
-    pub(super) async fn end_idle_sessions(&self) {
-        let auth = self.auth.as_deref();
-        let mut ending: Vec<String> = Vec::new();
-        let mut tokens: Vec<(String, Arc<str>)> = Vec::new();
-        for (id, owner) in lock(&self.owners).iter() {
-            if owner.last_seen.elapsed() >= self.idle_timeout {
-                tracing::debug!(session = %id, "ending an idle session");
-                ending.push(id.clone());
-            } else if let Some(token) = &owner.token {
-                tokens.push((id.clone(), Arc::clone(token)));
-            }
-        }
-        for (id, token) in tokens {
-            if let Some(auth) = auth
-                && auth.authenticate(&token).await.is_none()
-            {
-                tracing::debug!(session = %id, "ending a session whose token was revoked or expired");
-                ending.push(id);
-            }
-        }
-        for (stream, token) in self.streams.tokens() {
-            if let Some(auth) = auth
-                && auth.authenticate(&token).await.is_none()
-            {
-                tracing::debug!(stream, "ending a stream whose token was revoked or expired");
-                self.streams.end(stream);
-            }
-        }
-        for id in ending {
-            let _ = self.sessions.close_session(&id.as_str().into()).await;
-            lock(&self.owners).remove(&id);
-        }
-        for id in self.sessions_without_owner().await {
-            tracing::debug!(session = %id, "ending a session whose initialize never came back");
-            let _ = self.sessions.close_session(&id.as_str().into()).await;
-        }
-        let open = self.sessions.sessions.read().await;
-        lock(&self.owners).retain(|id, _| open.contains_key(id.as_str()));
-    }
-
-    /// The sessions rmcp opened that no owner holds and none will: their `initialize` was
-    /// dropped on its way back through the gate (its client went away), so no request will
-    /// ever reach them, and only this sweep can end them. rmcp's map is read first, then the
-    /// owners: a session whose `initialize` is still on its way holds a place under
-    /// `max_sessions` ([`SessionPlace`]) until it is among the owners, so while any place is
-    /// held, nothing is taken for an orphan.
-    async fn sessions_without_owner(&self) -> Vec<String> {
-        let open: Vec<String> = self
-            .sessions
-            .sessions
-            .read()
-            .await
-            .keys()
-            .map(|id| id.to_string())
-            .collect();
-        let owners = lock(&self.owners);
-        if self.opening.load(Ordering::SeqCst) > 0 {
-            return Vec::new();
-        }
-        open.into_iter()
-            .filter(|id| !owners.contains_key(id))
-            .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn gate() -> Gate {
-        Gate {
-            registry: Arc::clone(crate::Registry::<()>::collect().unwrap().catalog()),
-            auth: None,
-            resource_metadata: None,
-            sessions: Arc::new(LocalSessionManager::default()),
-            max_sessions: 10,
-            opening: AtomicUsize::new(0),
-            owners: Mutex::default(),
-            idle_timeout: Duration::from_secs(60),
-            in_flight: Arc::default(),
-            draining: AtomicBool::new(false),
-            streams: Arc::default(),
-        }
-    }
-
-    #[tokio::test]
-    async fn a_session_whose_initialize_never_came_back_is_ended_once_no_place_is_held() {
-        let gate = gate();
-        // What rmcp leaves when the gate's `initialize` is dropped after rmcp opened the
-        // session and before the gate made it an owner's.
-        let (orphan, transport) = gate.sessions.create_session().await.unwrap();
-        let on_its_way = gate.reserve_session().unwrap();
-        gate.end_idle_sessions().await;
-        assert!(
-            gate.sessions.has_session(&orphan).await.unwrap(),
-            "kept while an initialize on its way may still own it"
-        );
-        drop(on_its_way);
-        gate.end_idle_sessions().await;
-        assert!(!gate.sessions.has_session(&orphan).await.unwrap());
-        drop(transport);
-    }
 }

@@ -8,11 +8,13 @@
 mod bearer;
 mod direct_calls;
 mod gate;
+mod in_flight;
 mod listener;
 mod message;
 mod origin;
 mod priming;
 mod revision;
+mod sessions;
 mod stateless_streams;
 mod unreadable;
 
