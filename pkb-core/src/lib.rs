@@ -31,12 +31,11 @@ mod timestamp;
 pub use framework::access::{Access, Principal, ScopeNames, Scopes};
 pub use framework::app::{App, ResourcePage, Stateless};
 pub use framework::args::{ArgRules, ArgSpec, InvalidArguments};
+pub use framework::completion::{Completion, CompletionTarget, MAX_COMPLETIONS};
 pub use framework::context::{AppState, ClientRequestError, Context, Session};
 pub use framework::declarations::{Declaration, Declarations, Declared, DeclaredWith, ServedWith};
 pub use framework::prompt::{PromptDef, PromptError};
-pub use framework::registry::{
-    Catalog, Completion, CompletionTarget, MAX_COMPLETIONS, Registry, RegistryError,
-};
+pub use framework::registry::{Catalog, Registry, RegistryError};
 pub use framework::resource::{ResourceBody, ResourceDef, ResourceError};
 pub use framework::server::McpServer;
 pub use framework::state::StateType;
@@ -51,12 +50,13 @@ pub mod __private {
         ArgRules, ArgSpec, arg_accepts, arg_schema, default_json, from_validated, validate_args,
     };
     pub use crate::framework::checks::*;
+    pub use crate::framework::completion::CompletionDef;
     pub use crate::framework::context::Context;
     pub use crate::framework::declarations::{Declaration, Declared, DeclaredWith};
-    pub use crate::framework::prompt::{PromptDef, PromptError, PromptReturn, prompt_invalid};
-    pub use crate::framework::registry::{
-        CompletionDef, PromptRegistration, ResourceRegistration, ToolRegistration,
+    pub use crate::framework::declarations::{
+        PromptRegistration, ResourceRegistration, ToolRegistration,
     };
+    pub use crate::framework::prompt::{PromptDef, PromptError, PromptReturn, prompt_invalid};
     pub use crate::framework::resource::{
         ResourceBody, ResourceDef, ResourceError, ResourceReturn, take_variable,
     };

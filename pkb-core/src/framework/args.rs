@@ -277,9 +277,15 @@ fn trim_strings(value: &mut Value) {
     }
 }
 
+/// JSON Schema draft 2020-12, as MCP requires: how every argument's type is rendered, in its
+/// schema and in the rule its violations are told.
+pub(crate) fn schema_settings() -> schemars::generate::SchemaSettings {
+    schemars::generate::SchemaSettings::draft2020_12()
+}
+
 /// "must be a string", "must be an array of strings", ... from the type's own schema.
 fn type_rule(spec: &ArgSpec) -> String {
-    let mut generator = super::schema::settings().into_generator();
+    let mut generator = schema_settings().into_generator();
     let schema = (spec.schema)(&mut generator);
     format!("must be {}", describe_type(schema.as_value(), 0))
 }

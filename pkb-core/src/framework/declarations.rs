@@ -10,7 +10,6 @@ use std::marker::PhantomData;
 use std::ops::{Add, AddAssign};
 
 use super::prompt::PromptDef;
-use super::registry::{PromptRegistration, ResourceRegistration, ToolRegistration};
 use super::resource::ResourceDef;
 use super::state::StateType;
 use super::tool::ToolDef;
@@ -59,6 +58,17 @@ impl<S: 'static> ServedWith<S> for DeclaredWith<S> {
         self.declaration
     }
 }
+
+/// Submitted by each `#[pkb_tool]` expansion.
+pub struct ToolRegistration(pub &'static ToolDef);
+/// Submitted by each `#[pkb_resource]` expansion.
+pub struct ResourceRegistration(pub &'static ResourceDef);
+/// Submitted by each `#[pkb_prompt]` expansion.
+pub struct PromptRegistration(pub &'static PromptDef);
+
+inventory::collect!(ToolRegistration);
+inventory::collect!(ResourceRegistration);
+inventory::collect!(PromptRegistration);
 
 /// One tool, resource or prompt, as its attribute declared it.
 #[derive(Clone, Copy, Debug)]

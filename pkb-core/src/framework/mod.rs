@@ -6,6 +6,7 @@ pub mod app;
 pub mod args;
 pub mod changes;
 pub mod checks;
+pub mod completion;
 pub mod context;
 pub mod declarations;
 pub mod input_rounds;

@@ -4,8 +4,8 @@ use futures::future::BoxFuture;
 use rmcp::model::{JsonObject, PromptMessage};
 
 use super::args::{ArgSpec, InvalidArguments};
+use super::completion::CompletionDef;
 use super::context::Context;
-use super::registry::CompletionDef;
 use super::state::StateTypeFn;
 
 /// The generated entry point of a prompt.

@@ -9,7 +9,6 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
-use futures::future::BoxFuture;
 use rmcp::model::{
     JsonObject, Prompt, PromptArgument, PromptMessage, Resource, ResourceTemplate, Tool,
     ToolAnnotations,
@@ -17,6 +16,7 @@ use rmcp::model::{
 use serde_json::Value;
 
 use super::args::InvalidArguments;
+use super::completion::{Completion, CompletionTarget, MAX_COMPLETIONS};
 use super::context::Context;
 use super::declarations::{Declaration, Declarations};
 use super::prompt::{PromptDef, PromptError};
@@ -24,29 +24,6 @@ use super::resource::{ResourceBody, ResourceDef, ResourceError};
 use super::schema::{extend_schema, input_schema};
 use super::state::state_type;
 use super::tool::{ToolDef, ToolReply, tool_error, tool_invalid};
-
-/// A completion provider: the context and the typed prefix, to at most 100 values.
-pub type CompleteFn = fn(Context, String) -> BoxFuture<'static, Vec<String>>;
-
-/// A completion provider attached to a template variable or prompt argument.
-#[derive(Debug)]
-pub struct CompletionDef {
-    /// The variable or argument it completes.
-    pub argument: &'static str,
-    /// The provider.
-    pub complete: CompleteFn,
-}
-
-/// Submitted by each `#[pkb_tool]` expansion.
-pub struct ToolRegistration(pub &'static ToolDef);
-/// Submitted by each `#[pkb_resource]` expansion.
-pub struct ResourceRegistration(pub &'static ResourceDef);
-/// Submitted by each `#[pkb_prompt]` expansion.
-pub struct PromptRegistration(pub &'static PromptDef);
-
-inventory::collect!(ToolRegistration);
-inventory::collect!(ResourceRegistration);
-inventory::collect!(PromptRegistration);
 
 /// A mistake in the declarations, reported when the registry is built (at startup).
 #[derive(Debug, thiserror::Error)]
@@ -160,20 +137,6 @@ pub struct Catalog {
     tools: BTreeMap<&'static str, RegisteredTool>,
     resources: Vec<&'static ResourceDef>,
     prompts: BTreeMap<&'static str, &'static PromptDef>,
-}
-
-/// The most values a completion answers with, as the MCP spec allows. A completion fn that
-/// returns more has the first ones answered and `hasMore` set, so it may ask its source for
-/// one more than this to find out whether there are more.
-pub const MAX_COMPLETIONS: usize = 100;
-
-/// The values a completion answers with.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Completion {
-    /// At most [`MAX_COMPLETIONS`] values.
-    pub values: Vec<String>,
-    /// Whether the completion fn had more than it answers with.
-    pub has_more: bool,
 }
 
 impl Catalog {
@@ -383,15 +346,6 @@ impl Catalog {
         values.truncate(MAX_COMPLETIONS);
         Completion { values, has_more }
     }
-}
-
-/// What a completion request refers to.
-#[derive(Debug, Clone, Copy)]
-pub enum CompletionTarget<'a> {
-    /// A prompt, by name.
-    Prompt(&'a str),
-    /// A resource template, by its URI template.
-    ResourceTemplate(&'a str),
 }
 
 /// A tool as the registry holds it, with its schema extended and compiled when it has an

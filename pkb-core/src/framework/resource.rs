@@ -2,8 +2,8 @@
 
 use futures::future::BoxFuture;
 
+use super::completion::CompletionDef;
 use super::context::Context;
-use super::registry::CompletionDef;
 use super::state::StateTypeFn;
 
 /// The generated entry point of a resource: the template's variable values in order.

@@ -3,19 +3,13 @@
 use std::sync::Arc;
 
 use rmcp::model::JsonObject;
-use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
-use super::args::ArgSpec;
-
-/// JSON Schema draft 2020-12, as MCP requires.
-pub(crate) fn settings() -> SchemaSettings {
-    SchemaSettings::draft2020_12()
-}
+use super::args::{ArgSpec, schema_settings};
 
 /// The `inputSchema` object for `specs`: every rule of every argument is stated here.
 pub fn input_schema(specs: &[ArgSpec]) -> Arc<JsonObject> {
-    let mut generator = settings().into_generator();
+    let mut generator = schema_settings().into_generator();
     let mut properties = Map::new();
     let mut required = Vec::new();
     for spec in specs {

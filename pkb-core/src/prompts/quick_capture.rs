@@ -2,7 +2,7 @@
 
 use rmcp::model::{PromptMessage, Role};
 
-use crate::framework::registry::MAX_COMPLETIONS;
+use crate::framework::completion::MAX_COMPLETIONS;
 use crate::{Context, NotesContext, PromptError, pkb_prompt};
 
 /// Turns a piece of text into a note: the model picks a concise title and 1 to 3 tags, then

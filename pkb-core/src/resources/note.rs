@@ -33,7 +33,7 @@ pub async fn complete_note_id(ctx: &Context, prefix: String) -> Vec<String> {
     ctx.store()
         .ids_with_prefix(
             prefix.trim(),
-            crate::framework::registry::MAX_COMPLETIONS + 1,
+            crate::framework::completion::MAX_COMPLETIONS + 1,
         )
         .await
         .unwrap_or_default()

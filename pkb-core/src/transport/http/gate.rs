@@ -2,10 +2,9 @@
 //! request needs (from the registry's declarations), the session's owner, the size and pace
 //! of the body, and the session limit. A request refused here reaches no handler.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -16,14 +15,13 @@ use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
 use http::request::Parts;
 use http::{HeaderValue, Method, StatusCode};
 use rmcp::transport::streamable_http_server::session::SessionManager;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 use super::BearerAuth;
 use super::direct_calls::{self, DirectCall};
 use super::in_flight::{InFlight, tracked};
 use super::message::Message;
 use super::revision::{self, Revision};
-use super::sessions::{Owner, SessionPlace};
+use super::sessions::{Owner, SessionPlace, Sessions};
 use super::stateless_streams::StatelessStreams;
 use super::{priming, unreadable};
 use crate::framework::access::{Access, Principal};
@@ -41,16 +39,7 @@ pub struct Gate {
     /// The RFC 9728 metadata URL, named in `WWW-Authenticate` when the authenticator names
     /// an authorization server.
     pub(super) resource_metadata: Option<String>,
-    pub(super) sessions: Arc<LocalSessionManager>,
-    pub(super) max_sessions: usize,
-    /// `initialize` requests let through and not yet answered: each holds a place under
-    /// `max_sessions` until its session is among the owners, so concurrent ones cannot all
-    /// take the last. Changed only under the owners' lock.
-    pub(super) opening: AtomicUsize,
-    /// Who opened each session, and when its client last sent a request in it.
-    pub(super) owners: Mutex<HashMap<String, Owner>>,
-    /// Sessions whose client sent nothing for this long are ended.
-    pub(super) idle_timeout: Duration,
+    pub(super) sessions: Sessions,
     pub(super) in_flight: Arc<InFlight>,
     pub(super) draining: AtomicBool,
     /// Event streams answered with a token, ended by the sweep once it fails.
@@ -58,6 +47,13 @@ pub struct Gate {
 }
 
 impl Gate {
+    /// Ends what has gone idle or lost its token: see [`Sessions::sweep`].
+    pub(super) async fn sweep(&self) {
+        self.sessions
+            .sweep(self.auth.as_deref(), &self.streams)
+            .await;
+    }
+
     fn challenge(&self, error: Option<&str>, scope: Option<&str>) -> HeaderValue {
         let mut parts = Vec::new();
         if let Some(error) = error {
@@ -210,7 +206,7 @@ impl Gate {
             Err(parts) => parts,
         };
         let reservation = match (&session.id, message.method()) {
-            (None, Some("initialize")) => Some(self.reserve_session().ok_or_else(|| {
+            (None, Some("initialize")) => Some(self.sessions.reserve().ok_or_else(|| {
                 (
                     StatusCode::SERVICE_UNAVAILABLE,
                     "Service Unavailable: too many sessions",
@@ -283,7 +279,7 @@ impl Gate {
         let user = caller.principal.as_ref().map(|p| &p.user);
         let mut calls = None;
         if let Some(id) = &id
-            && let Some(owner) = lock(&self.owners).get_mut(id)
+            && let Some(owner) = lock(&self.sessions.owners).get_mut(id)
         {
             if owner.user.as_ref() != user {
                 headers.insert(
@@ -337,6 +333,7 @@ impl Gate {
             && let Some(id) = &session.id
             && !self
                 .sessions
+                .manager
                 .has_session(&id.as_str().into())
                 .await
                 .unwrap_or(false)
@@ -415,7 +412,7 @@ impl Gate {
             && response.status().is_success()
             && let Some(session) = &passage.session.id
         {
-            lock(&self.owners).remove(session);
+            lock(&self.sessions.owners).remove(session);
             // rmcp answers 202 Accepted, but the session has ended by now; the official
             // Python SDK takes only 200 or 204 for an ended session and warns of anything
             // else.
@@ -452,7 +449,7 @@ impl Gate {
         match reservation {
             Some(place) => place.open(issued.to_owned(), owner),
             None => {
-                lock(&self.owners).insert(issued.to_owned(), owner);
+                lock(&self.sessions.owners).insert(issued.to_owned(), owner);
             }
         }
     }

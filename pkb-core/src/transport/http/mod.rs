@@ -20,8 +20,8 @@ mod unreadable;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -200,11 +200,11 @@ impl HttpServer {
             resource_metadata: issuer
                 .as_ref()
                 .map(|_| format!("{public_url}{RESOURCE_METADATA_PATH}")),
-            sessions,
-            max_sessions: settings.max_sessions,
-            opening: AtomicUsize::new(0),
-            owners: Mutex::default(),
-            idle_timeout: settings.session_idle_timeout,
+            sessions: sessions::Sessions::new(
+                sessions,
+                settings.max_sessions,
+                settings.session_idle_timeout,
+            ),
             in_flight: Arc::default(),
             draining: AtomicBool::new(false),
             streams: Arc::default(),
@@ -261,8 +261,8 @@ impl HttpServer {
         let stop = CancellationToken::new();
         let serving = tokio::spawn(self.listener.serve(self.router, stop.clone()));
         let gate = Arc::clone(&self.gate);
-        let mut sweep_every =
-            (gate.idle_timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        let mut sweep_every = (gate.sessions.idle_timeout / 4)
+            .clamp(Duration::from_millis(100), Duration::from_secs(30));
         if gate.auth.is_some() {
             // A revoked token's sessions end within a second, as its requests are refused.
             sweep_every = sweep_every.min(TOKEN_RECHECK);
@@ -271,7 +271,7 @@ impl HttpServer {
             let mut tick = tokio::time::interval(sweep_every);
             loop {
                 tick.tick().await;
-                gate.end_idle_sessions().await;
+                gate.sweep().await;
             }
         });
         shutdown.await;

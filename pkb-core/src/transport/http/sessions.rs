@@ -2,16 +2,35 @@
 //! under the session limit held by `initialize`s on their way, and the sweep that ends idle
 //! sessions, sessions whose token failed, and sessions whose `initialize` never came back.
 
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rmcp::transport::streamable_http_server::session::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
-use super::gate::Gate;
+use super::BearerAuth;
+use super::stateless_streams::StatelessStreams;
 use crate::identity::User;
 use crate::locks::lock;
 use crate::transport::InlineToolCalls;
+
+/// The sessions of one server, as rmcp keeps them and as the gate knows their owners.
+pub(super) struct Sessions {
+    /// rmcp's sessions.
+    pub(super) manager: Arc<LocalSessionManager>,
+    /// At most this many at once.
+    pub(super) max: usize,
+    /// `initialize` requests let through and not yet answered: each holds a place under
+    /// `max` until its session is among the owners, so concurrent ones cannot all take the
+    /// last. Changed only under the owners' lock.
+    pub(super) opening: AtomicUsize,
+    /// Who opened each session, and when its client last sent a request in it.
+    pub(super) owners: Mutex<HashMap<String, Owner>>,
+    /// Sessions whose client sent nothing for this long are ended.
+    pub(super) idle_timeout: Duration,
+}
 
 /// The user of a session, and when its client last spoke.
 pub struct Owner {
@@ -28,16 +47,16 @@ pub struct Owner {
 /// A place under `--max-sessions` held for an `initialize` on its way. The count of places
 /// changes only under the owners' lock, so a place becomes an owner in one step.
 pub(super) struct SessionPlace<'a> {
-    gate: &'a Gate,
+    sessions: &'a Sessions,
     taken: bool,
 }
 
 impl SessionPlace<'_> {
     /// Turns the place into the session `id`, owned by `owner`.
     pub(super) fn open(mut self, id: String, owner: Owner) {
-        let mut owners = lock(&self.gate.owners);
+        let mut owners = lock(&self.sessions.owners);
         owners.insert(id, owner);
-        self.gate.opening.fetch_sub(1, Ordering::SeqCst);
+        self.sessions.opening.fetch_sub(1, Ordering::SeqCst);
         self.taken = true;
     }
 }
@@ -45,33 +64,48 @@ impl SessionPlace<'_> {
 impl Drop for SessionPlace<'_> {
     fn drop(&mut self) {
         if !self.taken {
-            let _owners = lock(&self.gate.owners);
-            self.gate.opening.fetch_sub(1, Ordering::SeqCst);
+            let _owners = lock(&self.sessions.owners);
+            self.sessions.opening.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }
 
-impl Gate {
+impl Sessions {
+    /// No sessions yet, of rmcp's `manager`, at most `max`, ended after `idle_timeout`.
+    pub(super) fn new(
+        manager: Arc<LocalSessionManager>,
+        max: usize,
+        idle_timeout: Duration,
+    ) -> Self {
+        Self {
+            manager,
+            max,
+            opening: AtomicUsize::new(0),
+            owners: Mutex::default(),
+            idle_timeout,
+        }
+    }
+
     /// A place for one more session, if the sessions open and those being opened leave one.
     /// Counted under the owners' lock, so two requests racing for the last place cannot both
     /// get it.
-    pub(super) fn reserve_session(&self) -> Option<SessionPlace<'_>> {
+    pub(super) fn reserve(&self) -> Option<SessionPlace<'_>> {
         let owners = lock(&self.owners);
-        if owners.len() + self.opening.load(Ordering::SeqCst) >= self.max_sessions {
+        if owners.len() + self.opening.load(Ordering::SeqCst) >= self.max {
             return None;
         }
         self.opening.fetch_add(1, Ordering::SeqCst);
         Some(SessionPlace {
-            gate: self,
+            sessions: self,
             taken: false,
         })
     }
 
     /// Ends the sessions whose client sent nothing for the idle timeout or whose latest token
-    /// is no longer valid, and forgets the owners of sessions that ended. rmcp's own idle timer is reset by what the server
+    /// `auth` no longer takes, and the `streams` whose token it no longer takes, and forgets
+    /// the owners of sessions that ended. rmcp's own idle timer is reset by what the server
     /// sends too, so a session that only receives notifications would never end by it.
-    pub(super) async fn end_idle_sessions(&self) {
-        let auth = self.auth.as_deref();
+    pub(super) async fn sweep(&self, auth: Option<&dyn BearerAuth>, streams: &StatelessStreams) {
         let mut ending: Vec<String> = Vec::new();
         let mut tokens: Vec<(String, Arc<str>)> = Vec::new();
         for (id, owner) in lock(&self.owners).iter() {
@@ -90,23 +124,23 @@ impl Gate {
                 ending.push(id);
             }
         }
-        for (stream, token) in self.streams.tokens() {
+        for (stream, token) in streams.tokens() {
             if let Some(auth) = auth
                 && auth.authenticate(&token).await.is_none()
             {
                 tracing::debug!(stream, "ending a stream whose token was revoked or expired");
-                self.streams.end(stream);
+                streams.end(stream);
             }
         }
         for id in ending {
-            let _ = self.sessions.close_session(&id.as_str().into()).await;
+            let _ = self.manager.close_session(&id.as_str().into()).await;
             lock(&self.owners).remove(&id);
         }
         for id in self.sessions_without_owner().await {
             tracing::debug!(session = %id, "ending a session whose initialize never came back");
-            let _ = self.sessions.close_session(&id.as_str().into()).await;
+            let _ = self.manager.close_session(&id.as_str().into()).await;
         }
-        let open = self.sessions.sessions.read().await;
+        let open = self.manager.sessions.read().await;
         lock(&self.owners).retain(|id, _| open.contains_key(id.as_str()));
     }
 
@@ -114,11 +148,11 @@ impl Gate {
     /// dropped on its way back through the gate (its client went away), so no request will
     /// ever reach them, and only this sweep can end them. rmcp's map is read first, then the
     /// owners: a session whose `initialize` is still on its way holds a place under
-    /// `max_sessions` ([`SessionPlace`]) until it is among the owners, so while any place is
+    /// `max` ([`SessionPlace`]) until it is among the owners, so while any place is
     /// held, nothing is taken for an orphan.
     async fn sessions_without_owner(&self) -> Vec<String> {
         let open: Vec<String> = self
-            .sessions
+            .manager
             .sessions
             .read()
             .await
@@ -137,45 +171,24 @@ impl Gate {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicBool, AtomicUsize};
-    use std::time::Duration;
-
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-
     use super::*;
-
-    fn gate() -> Gate {
-        Gate {
-            registry: Arc::clone(crate::Registry::<()>::collect().unwrap().catalog()),
-            auth: None,
-            resource_metadata: None,
-            sessions: Arc::new(LocalSessionManager::default()),
-            max_sessions: 10,
-            opening: AtomicUsize::new(0),
-            owners: Mutex::default(),
-            idle_timeout: Duration::from_secs(60),
-            in_flight: Arc::default(),
-            draining: AtomicBool::new(false),
-            streams: Arc::default(),
-        }
-    }
 
     #[tokio::test]
     async fn a_session_whose_initialize_never_came_back_is_ended_once_no_place_is_held() {
-        let gate = gate();
+        let sessions = Sessions::new(Arc::default(), 10, Duration::from_secs(60));
+        let streams = StatelessStreams::default();
         // What rmcp leaves when the gate's `initialize` is dropped after rmcp opened the
         // session and before the gate made it an owner's.
-        let (orphan, transport) = gate.sessions.create_session().await.unwrap();
-        let on_its_way = gate.reserve_session().unwrap();
-        gate.end_idle_sessions().await;
+        let (orphan, transport) = sessions.manager.create_session().await.unwrap();
+        let on_its_way = sessions.reserve().unwrap();
+        sessions.sweep(None, &streams).await;
         assert!(
-            gate.sessions.has_session(&orphan).await.unwrap(),
+            sessions.manager.has_session(&orphan).await.unwrap(),
             "kept while an initialize on its way may still own it"
         );
         drop(on_its_way);
-        gate.end_idle_sessions().await;
-        assert!(!gate.sessions.has_session(&orphan).await.unwrap());
+        sessions.sweep(None, &streams).await;
+        assert!(!sessions.manager.has_session(&orphan).await.unwrap());
         drop(transport);
     }
 }
