@@ -162,6 +162,9 @@ pub enum Command {
         /// Replace notes whose id exists, instead of skipping those files.
         #[arg(long)]
         overwrite: bool,
+        /// Also import the files that symbolic links lead to outside DIR (refused otherwise).
+        #[arg(long)]
+        links_outside: bool,
     },
     /// Export every note as DIR/<id>.md: YAML front matter (id, title, tags, created,
     /// updated), then the body. `import` reads it back unchanged.

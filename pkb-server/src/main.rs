@@ -23,6 +23,7 @@ use pkb_core::store::per_user::{IDLE_CLOSE, UserStores};
 use pkb_core::store::postgres::PgDatabase;
 use pkb_core::transport::http::{BearerAuth, HttpError, HttpServer, HttpSettings, Tls};
 use pkb_core::transport::{InlineToolCalls, LineTransport};
+use pkb_core::vault::ImportOptions;
 use pkb_core::{Context, McpServer, NOTES_SCOPES, NotesApp, Registry, User, notes_declarations};
 use rmcp::ServiceExt;
 use tracing_subscriber::EnvFilter;
@@ -108,8 +109,16 @@ async fn run(cli: Cli) -> ExitCode {
         }
         Some(Command::Check) => cli::check(&store).await,
         Some(Command::Reindex) => cli::reindex(&store).await,
-        Some(Command::Import { dir, overwrite }) => {
-            vault_commands::import(&store, &registry, &dir, overwrite).await
+        Some(Command::Import {
+            dir,
+            overwrite,
+            links_outside,
+        }) => {
+            let options = ImportOptions {
+                overwrite,
+                links_outside,
+            };
+            vault_commands::import(&store, &registry, &dir, options).await
         }
         Some(Command::Export { dir }) => vault_commands::export(&store, &dir).await,
         Some(Command::Tools | Command::Token(_)) => unreachable!("handled above"),

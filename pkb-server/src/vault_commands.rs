@@ -7,17 +7,24 @@ use std::process::ExitCode;
 use indicatif::{ProgressBar, ProgressStyle};
 use pkb_core::Catalog;
 use pkb_core::store::Store;
-use pkb_core::vault::{FileOutcome, ImportError, ImportReport, export_dir, import_dir};
+use pkb_core::vault::{
+    FileOutcome, ImportError, ImportOptions, ImportReport, export_dir, import_dir,
+};
 
 use crate::cli::{error_out, print_out};
 
 /// Without a terminal, progress is a plain line every this many files.
 const PLAIN_PROGRESS_EVERY: usize = 1_000;
 
-/// `pkb-server import DIR [--overwrite]`.
-pub async fn import(store: &Store, registry: &Catalog, dir: &Path, overwrite: bool) -> ExitCode {
+/// `pkb-server import DIR [--overwrite] [--links-outside]`.
+pub async fn import(
+    store: &Store,
+    registry: &Catalog,
+    dir: &Path,
+    options: ImportOptions,
+) -> ExitCode {
     let mut progress = Progress::new("import", "files");
-    let outcome = import_dir(store, registry, dir, overwrite, |done, total| {
+    let outcome = import_dir(store, registry, dir, options, |done, total| {
         progress.show(done, total);
     })
     .await;

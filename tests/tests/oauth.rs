@@ -340,6 +340,31 @@ async fn hostile_tokens_get_401_and_reach_no_handler() {
                 c.insert("iat".into(), json!(now() + 300));
             }),
         ),
+        // RFC 7519's NumericDate may have a fraction: such dates are read, and checked, too.
+        (
+            "expired, with a fraction",
+            with(&|c| {
+                c.insert("exp".into(), json!(now() as f64 - 120.5));
+            }),
+        ),
+        (
+            "not yet valid, with a fraction",
+            with(&|c| {
+                c.insert("nbf".into(), json!(now() as f64 + 120.5));
+            }),
+        ),
+        (
+            "issued in the future, with a fraction",
+            with(&|c| {
+                c.insert("iat".into(), json!(now() as f64 + 300.5));
+            }),
+        ),
+        (
+            "exp as a string",
+            with(&|c| {
+                c.insert("exp".into(), json!((now() + 600).to_string()));
+            }),
+        ),
         (
             "wrong issuer",
             with(&|c| {
@@ -397,6 +422,16 @@ async fn hostile_tokens_get_401_and_reach_no_handler() {
         ("a key outside the set", outsider.sign(&good)),
         ("garbage", "a.b.c".into()),
     ];
+    // Dates with a fraction are as good as whole ones, `exp`, `nbf` and `iat` alike.
+    let fractional = with(&|c| {
+        c.insert("exp".into(), json!(now() as f64 + 600.5));
+        c.insert("nbf".into(), json!(now() as f64 - 10.25));
+        c.insert("iat".into(), json!(now() as f64 - 0.75));
+    });
+    let answer = RawHttp::new(&server.url, Some(&fractional))
+        .initialize()
+        .await;
+    assert!(answer.status.is_success(), "fractional dates: {answer:?}");
     // RFC 9068's own type is as good as the plain one.
     for typ in ["at+jwt", "application/at+jwt"] {
         let typed = key.sign_typed(&good, typ);

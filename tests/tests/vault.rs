@@ -229,6 +229,84 @@ fn a_vault_comes_in_by_the_rules_of_write() {
     );
 }
 
+/// A shared vault may hold links that lead out of it (`key.md -> ~/.ssh/id_ed25519`), or to a
+/// file that says it is empty and never ends: neither becomes a note unasked, and neither is
+/// read past the size limit.
+#[cfg(unix)]
+#[test]
+fn links_out_of_the_folder_are_refused_unless_asked_for_and_no_file_is_read_past_the_limit() {
+    let outside = tempfile::tempdir().unwrap();
+    write(
+        outside.path(),
+        "id_ed25519",
+        b"-----BEGIN OPENSSH PRIVATE KEY-----
+secretkeymaterial
+",
+    );
+    write(
+        outside.path(),
+        "shared.md",
+        b"# Shared
+A note kept elsewhere.
+",
+    );
+    let vault = tempfile::tempdir().unwrap();
+    let v = vault.path();
+    write(
+        v,
+        "own.md",
+        b"# Own
+A note of the vault.
+",
+    );
+    std::os::unix::fs::symlink(outside.path().join("id_ed25519"), v.join("key.md")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("shared.md"), v.join("shared.md")).unwrap();
+    // Inside the folder, a link is followed as before.
+    std::os::unix::fs::symlink(v.join("own.md"), v.join("again.md")).unwrap();
+
+    let (_store_dir, db) = support::temp_store();
+    let (status, stdout, stderr) = run_command(&["--db", &db, "import", v.to_str().unwrap()]);
+    assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
+    for name in ["key.md", "shared.md"] {
+        let line = format!("refused {}: is a link to", v.join(name).display());
+        assert!(stderr.contains(&line), "`{line}` in:\n{stderr}");
+    }
+    assert!(
+        stderr.contains("outside the folder; pass --links-outside"),
+        "{stderr}"
+    );
+    assert_eq!(ids(&notes_in(&db)), ["own"], "nothing from outside came in");
+
+    let (status, stdout, stderr) = run_command(&[
+        "--db",
+        &db,
+        "import",
+        v.to_str().unwrap(),
+        "--links-outside",
+    ]);
+    assert!(status.success(), "{stdout}{stderr}");
+    let notes = notes_in(&db);
+    assert_eq!(ids(&notes), ["key", "own", "shared"]);
+
+    // A file that reports a size of 0 and never ends is read to the limit and one byte more.
+    let endless = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/proc/self/pagemap", endless.path().join("endless.md")).unwrap();
+    let (_store_dir, db) = support::temp_store();
+    let (status, stdout, stderr) = run_command(&[
+        "--db",
+        &db,
+        "import",
+        endless.path().to_str().unwrap(),
+        "--links-outside",
+    ]);
+    assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
+    let line = format!(
+        "refused {}: is larger than 1 MiB (more bytes than it said it holds)",
+        endless.path().join("endless.md").display()
+    );
+    assert!(stderr.contains(&line), "`{line}` in:\n{stderr}");
+}
+
 #[test]
 fn an_existing_id_is_skipped_unless_overwrite() {
     let vault = tempfile::tempdir().unwrap();

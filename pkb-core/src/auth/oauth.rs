@@ -93,13 +93,23 @@ struct Metadata {
 struct Claims {
     sub: Option<String>,
     iss: String,
-    exp: u64,
-    iat: Option<u64>,
+    exp: NumericDate,
+    #[serde(default)]
+    iat: Option<NumericDate>,
+    #[serde(default)]
+    nbf: Option<NumericDate>,
     #[serde(default)]
     scope: Option<ScopeClaim>,
     #[serde(default)]
     scp: Option<ScopeClaim>,
 }
+
+/// RFC 7519's NumericDate: seconds since the epoch as a JSON number, which may have a
+/// fraction (`1733400000.5`). `exp`, `nbf` and `iat` are read alike, here rather than by the
+/// JWT library, which takes whole seconds only for `exp` and `nbf`.
+#[derive(Clone, Copy, Deserialize)]
+#[serde(transparent)]
+struct NumericDate(f64);
 
 /// A claim naming scopes, in either form identity providers write: space-separated names
 /// (RFC 9068's `scope`, Azure AD's `scp`) or a list (Okta's `scp`). Anything else fails the
@@ -209,22 +219,16 @@ impl JwtVerifier {
         let audience = self.audience.get()?;
         let key = DecodingKey::from_jwk(jwk).ok()?;
         let mut validation = Validation::new(alg);
-        validation.leeway = LEEWAY.as_secs();
-        validation.validate_exp = true;
-        validation.validate_nbf = true;
+        // The dates are checked below, with their fractions; `exp` is required by `Claims`.
+        validation.validate_exp = false;
+        validation.validate_nbf = false;
         validation.validate_aud = true;
         validation.set_audience(&[audience]);
         validation.set_issuer(&[&self.settings.issuer]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.set_required_spec_claims(&["iss", "aud", "sub"]);
         let data = jsonwebtoken::decode::<Claims>(token, &key, &validation).ok()?;
         let claims = data.claims;
-        if claims.iss != self.settings.issuer {
-            return None;
-        }
-        if claims
-            .iat
-            .is_some_and(|iat| iat > unix_now().saturating_add(LEEWAY.as_secs()))
-        {
+        if claims.iss != self.settings.issuer || !dates_hold(&claims, unix_now_exact()) {
             return None;
         }
         let subject = claims.sub.filter(|s| !s.is_empty())?;
@@ -238,7 +242,9 @@ impl JwtVerifier {
             user: User::oauth_user(&claims.iss, &subject),
             scopes,
         };
-        Some((principal, claims.exp))
+        // Whole seconds for the cache of verified tokens; `as` saturates.
+        let NumericDate(exp) = claims.exp;
+        Some((principal, exp.floor() as u64))
     }
 
     /// The key a token names: by `kid`, or the one key of the algorithm's type when the
@@ -376,6 +382,28 @@ async fn get_json<T: serde::de::DeserializeOwned>(
         .json::<T>()
         .await
         .map_err(|e| format!("{url}: {e}"))
+}
+
+/// Whether the token's dates hold at `now` (seconds since the epoch), each with
+/// [`LEEWAY`] for clocks that disagree: not expired, not before its `nbf`, not issued in the
+/// future.
+fn dates_hold(claims: &Claims, now: f64) -> bool {
+    let leeway = LEEWAY.as_secs_f64();
+    let NumericDate(exp) = claims.exp;
+    exp >= now - leeway
+        && claims
+            .nbf
+            .is_none_or(|NumericDate(nbf)| nbf <= now + leeway)
+        && claims
+            .iat
+            .is_none_or(|NumericDate(iat)| iat <= now + leeway)
+}
+
+/// The current time in seconds since the epoch, with its fraction.
+fn unix_now_exact() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |elapsed| elapsed.as_secs_f64())
 }
 
 fn unix_now() -> u64 {

@@ -1,6 +1,7 @@
 //! `import`: every Markdown file under a folder becomes a note, through `write`'s own rules.
 
 use std::collections::{HashMap, HashSet};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -96,17 +97,29 @@ struct Candidate {
     dates: NoteDates,
 }
 
+/// How an import treats what it finds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// Replace a note whose id exists, instead of skipping the file.
+    pub overwrite: bool,
+    /// Read files that symbolic links lead to outside the folder. Without it such a file is
+    /// refused: a shared vault holding `key.md -> ~/.ssh/id_ed25519` must not make a key a
+    /// searchable note.
+    pub links_outside: bool,
+}
+
 /// Imports every `*.md` file under `dir` into `store`, skipping hidden files and folders.
 ///
 /// Each file passes the `write` tool's argument rules (the declarations in `registry`, so the
 /// limits are stated once), then the id and dates rules; a file that breaks one is refused and
-/// writes nothing. An id that exists is skipped, or replaced when `overwrite`. `progress` is
-/// told `(files handled, files found)` as the import goes.
+/// writes nothing, and so is a file a link leads to outside `dir` unless `options` allow it.
+/// An id that exists is skipped, or replaced when `options.overwrite`. `progress` is told
+/// `(files handled, files found)` as the import goes.
 pub async fn import_dir(
     store: &Store,
     registry: &Catalog,
     dir: &Path,
-    overwrite: bool,
+    options: ImportOptions,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<ImportReport, ImportError> {
     let write_args = registry
@@ -117,7 +130,7 @@ pub async fn import_dir(
             reason: "this server has no `write` tool to import through".to_owned(),
         })?;
     let root = dir.to_owned();
-    let found = tokio::task::spawn_blocking(move || find_notes(&root))
+    let found = tokio::task::spawn_blocking(move || find_notes(&root, options.links_outside))
         .await
         .map_err(|error| ImportError::Folder {
             path: dir.to_owned(),
@@ -130,7 +143,7 @@ pub async fn import_dir(
     let (batches, mut ready) = mpsc::channel::<Vec<(PathBuf, Result<Candidate, String>)>>(2);
     let reader = tokio::task::spawn_blocking(move || read_all(found, write_args, &batches));
 
-    let mode = if overwrite {
+    let mode = if options.overwrite {
         PutMode::Replace
     } else {
         PutMode::CreateOnly
@@ -204,8 +217,9 @@ pub fn check_folder(root: &Path) -> Result<(), ImportError> {
 type Found = (PathBuf, Result<(), String>);
 
 /// Every note file under `root`, hidden files and folders left out, symlinks followed (a loop
-/// is reported, not followed).
-fn find_notes(root: &Path) -> Result<Vec<Found>, ImportError> {
+/// is reported, not followed; a file they lead to outside `root` is refused unless
+/// `links_outside`).
+fn find_notes(root: &Path, links_outside: bool) -> Result<Vec<Found>, ImportError> {
     check_folder(root)?;
     let is_hidden = |entry: &walkdir::DirEntry| {
         entry.depth() > 0 && entry.file_name().to_string_lossy().starts_with('.')
@@ -221,8 +235,16 @@ fn find_notes(root: &Path) -> Result<Vec<Found>, ImportError> {
         match entry {
             Ok(entry) if entry.file_type().is_dir() => seen.enter(&entry),
             Ok(entry) if entry.file_type().is_file() && is_note_file(entry.path()) => {
-                if seen.first_time(&entry) {
-                    found.push((entry.into_path(), Ok(())));
+                match seen.first_time(&entry) {
+                    Seen::New(real) if !links_outside && !real.starts_with(&seen.real_root) => {
+                        let reason = format!(
+                            "is a link to {}, outside the folder; pass --links-outside to import what links lead to there",
+                            real.display()
+                        );
+                        found.push((entry.into_path(), Err(reason)));
+                    }
+                    Seen::New(_) | Seen::Unresolved => found.push((entry.into_path(), Ok(()))),
+                    Seen::Again => {}
                 }
             }
             Ok(_) => {}
@@ -255,6 +277,16 @@ fn find_notes(root: &Path) -> Result<Vec<Found>, ImportError> {
     Ok(found)
 }
 
+/// What the walk makes of a file it reaches.
+enum Seen {
+    /// Not found before; its real path.
+    New(PathBuf),
+    /// Found before, through another path.
+    Again,
+    /// Its real path cannot be told: read, and any error reported, as any other file.
+    Unresolved,
+}
+
 /// The files found so far, by their real path: a file reached again through a link (a note
 /// linked into a second folder) is one note, read once, not a second file whose id is taken.
 /// Only a path that passes through a link is resolved (a `realpath` each); any other is the
@@ -284,21 +316,25 @@ impl SeenFiles {
         self.linked.push(linked);
     }
 
-    /// Whether `file` is one not found before.
-    fn first_time(&mut self, file: &walkdir::DirEntry) -> bool {
+    /// Whether `file` is one not found before, and where it really is.
+    fn first_time(&mut self, file: &walkdir::DirEntry) -> Seen {
         let real = if self.through_link(file) {
             match std::fs::canonicalize(file.path()) {
                 Ok(real) => real,
                 // Read, and its error reported, as any other.
-                Err(_) => return true,
+                Err(_) => return Seen::Unresolved,
             }
         } else {
             match file.path().strip_prefix(&self.root) {
                 Ok(relative) => self.real_root.join(relative),
-                Err(_) => return true,
+                Err(_) => return Seen::Unresolved,
             }
         };
-        self.seen.insert(real)
+        if self.seen.insert(real.clone()) {
+            Seen::New(real)
+        } else {
+            Seen::Again
+        }
     }
 
     /// Whether a link led to `entry`: it is one, or a folder above it was reached through one.
@@ -311,6 +347,43 @@ impl SeenFiles {
                 .is_some_and(|linked| *linked)
     }
 }
+
+/// The bytes of the file at `path`, of at most [`MAX_FILE_BYTES`]. Whatever size the file
+/// system reports, at most [`OVER_THE_LIMIT`] bytes more are read: a file such as
+/// `/proc/self/pagemap` says it is empty and never ends.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
+    let too_large =
+        |size: String| format!("is larger than 1 MiB ({size}), more than a note can hold");
+    let cannot_read = |error: std::io::Error| format!("cannot be read ({error})");
+    let mut file = std::fs::File::open(path).map_err(cannot_read)?;
+    let reported = file.metadata().map_err(cannot_read)?.len();
+    if reported > MAX_FILE_BYTES {
+        return Err(too_large(format!("{reported} bytes")));
+    }
+    let most = usize::try_from(MAX_FILE_BYTES + OVER_THE_LIMIT).unwrap_or(usize::MAX);
+    let mut bytes = Vec::with_capacity(usize::try_from(reported).unwrap_or(0));
+    let mut chunk = vec![0; READ_CHUNK];
+    while bytes.len() < most {
+        let want = (most - bytes.len()).min(READ_CHUNK);
+        match file.read(&mut chunk[..want]) {
+            Ok(0) => break,
+            Ok(read) => bytes.extend_from_slice(&chunk[..read]),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(cannot_read(error)),
+        }
+    }
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_large("more bytes than it said it holds".to_owned()));
+    }
+    Ok(bytes)
+}
+
+/// How far past the limit a file is read to find that it goes on: 8 bytes, since some files
+/// (`/proc/self/pagemap`) are read only in multiples of 8.
+const OVER_THE_LIMIT: u64 = 8;
+
+/// What one read asks for: a multiple of 8, as [`OVER_THE_LIMIT`] is.
+const READ_CHUNK: usize = 64 * 1024;
 
 fn io_reason(error: &walkdir::Error) -> String {
     error
@@ -361,15 +434,7 @@ fn read_all(
 
 /// One file as a note, or the rule it breaks.
 fn read_note(path: &Path, write_args: &'static [ArgSpec]) -> Result<Candidate, String> {
-    let size = std::fs::metadata(path)
-        .map_err(|error| format!("cannot be read ({error})"))?
-        .len();
-    if size > MAX_FILE_BYTES {
-        return Err(format!(
-            "is larger than 1 MiB ({size} bytes), more than a note can hold"
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|error| format!("cannot be read ({error})"))?;
+    let bytes = read_bounded(path)?;
     let text = String::from_utf8(bytes).map_err(|error| {
         format!(
             "is not UTF-8 text (invalid bytes at byte {})",

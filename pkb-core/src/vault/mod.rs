@@ -8,7 +8,9 @@ mod front_matter;
 mod import;
 
 pub use export::{ExportError, ExportReport, export_dir};
-pub use import::{FileOutcome, ImportError, ImportReport, ImportedFile, check_folder, import_dir};
+pub use import::{
+    FileOutcome, ImportError, ImportOptions, ImportReport, ImportedFile, check_folder, import_dir,
+};
 
 /// The file extension of a note, without its dot.
 const NOTE_EXTENSION: &str = "md";
