@@ -204,6 +204,33 @@ async fn a_revoked_token_fails_within_a_second_in_a_running_server() {
 }
 
 #[tokio::test]
+async fn a_token_made_while_the_server_runs_works_at_its_first_request() {
+    let (_dir, path, alice, _bob, _reader) = data_dir_with_tokens();
+    let server = HttpServerProcess::start(&["--auth", "tokens", "--data-dir", &path]).await;
+    for attempt in 0..3 {
+        // The server has just looked at the tokens file (for this request), so a token made
+        // now is one it has not read yet.
+        assert!(
+            RawHttp::new(&server.url, Some(&alice))
+                .initialize()
+                .await
+                .status
+                .is_success()
+        );
+        let name = format!("carol{attempt}");
+        let (status, stdout, stderr) =
+            run_command(&["--data-dir", &path, "token", "create", &name]);
+        assert!(status.success(), "{stderr}");
+        let carol = stdout.trim().to_owned();
+        let answer = RawHttp::new(&server.url, Some(&carol)).initialize().await;
+        assert!(
+            answer.status.is_success(),
+            "a new token at its first request: {answer:?}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_revoked_token_s_sessions_end_with_their_event_streams() {
     let (_dir, path, alice, _bob, _reader) = data_dir_with_tokens();
     let server = HttpServerProcess::start(&["--auth", "tokens", "--data-dir", &path]).await;

@@ -3,7 +3,8 @@
 //!
 //! A token is 256 random bits, so a plain hash is enough to keep it: there is nothing to
 //! guess by brute force that a slow hash would protect. Comparisons are constant-time, and
-//! revocation reaches running servers within [`RELOAD_INTERVAL`].
+//! revocation reaches running servers within [`RELOAD_INTERVAL`], and a token made while a
+//! server runs works at once (a token it does not know makes it look at the file again).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -312,21 +313,22 @@ impl TokenVerifier {
         &self.scopes
     }
 
-    /// The principal of `token`, or `None`.
+    /// The principal of `token`, or `None`. A token it does not know makes it look at the
+    /// file again first (a `stat`, and a read only when the file changed), so a token made
+    /// while the server runs works at its first request.
     pub fn verify(&self, token: &str) -> Option<Principal> {
         let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let mut state = lock(&self.state);
         if state.checked.elapsed() >= RELOAD_INTERVAL {
             self.reload(&mut state);
         }
-        // Every entry is compared, in constant time, so the time taken tells nothing of
-        // which token, or how much of one, matched.
-        let mut found = None;
-        for (known, name, scopes) in &state.tokens {
-            if bool::from(known.ct_eq(&hash)) {
-                found = Some((name.clone(), *scopes));
+        let found = match find(&state, &hash) {
+            Some(found) => Some(found),
+            None => {
+                self.reload(&mut state);
+                find(&state, &hash)
             }
-        }
+        };
         found.map(|(name, scopes)| Principal {
             user: User::token_user(&name),
             scopes,
@@ -348,6 +350,18 @@ impl TokenVerifier {
             }
         }
     }
+}
+
+/// The name and scopes of the token whose hash is `hash`. Every entry is compared, in constant
+/// time, so the time taken tells nothing of which token, or how much of one, matched.
+fn find(state: &Loaded, hash: &[u8; 32]) -> Option<(String, Scopes)> {
+    let mut found = None;
+    for (known, name, scopes) in &state.tokens {
+        if bool::from(known.ct_eq(hash)) {
+            found = Some((name.clone(), *scopes));
+        }
+    }
+    found
 }
 
 fn load(path: &Path, names: &ScopeNames) -> Result<Loaded, TokenError> {
