@@ -6,9 +6,10 @@
 mod support;
 
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::Json;
+use axum::response::IntoResponse;
 use axum::routing::get;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -90,6 +91,11 @@ struct Issuer {
 
 impl Issuer {
     async fn start(keys: &[&Key]) -> Self {
+        Self::start_fresh_for(keys, None).await
+    }
+
+    /// An issuer whose key set says it is fresh for `max_age` seconds, if given.
+    async fn start_fresh_for(keys: &[&Key], max_age: Option<u64>) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let set = Arc::new(Mutex::new(JwkSet {
@@ -116,7 +122,15 @@ impl Issuer {
                 get(move || {
                     *counted.lock().unwrap() += 1;
                     let set = served.lock().unwrap().clone();
-                    async move { Json(set) }
+                    let cache_control =
+                        max_age.map_or_else(String::new, |s| format!("max-age={s}"));
+                    async move {
+                        let mut response = Json(set).into_response();
+                        if let Ok(value) = cache_control.parse() {
+                            response.headers_mut().insert("cache-control", value);
+                        }
+                        response
+                    }
                 }),
             );
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -129,6 +143,15 @@ impl Issuer {
 
     fn add_key(&self, key: &Key) {
         self.keys.lock().unwrap().keys.push(key.jwk.clone());
+    }
+
+    /// Withdraws the key `kid` from the set it serves.
+    fn remove_key(&self, kid: &str) {
+        self.keys
+            .lock()
+            .unwrap()
+            .keys
+            .retain(|jwk| jwk.common.key_id.as_deref() != Some(kid));
     }
 
     fn fetches(&self) -> usize {
@@ -486,6 +509,48 @@ async fn a_new_key_with_a_new_kid_is_picked_up() {
     assert_eq!(issuer.fetches(), 2);
     let answer = raw.call("fetch", json!({"id": "todo"})).await;
     assert_eq!(answer.result()["isError"], false);
+}
+
+/// A key the issuer withdraws (a leaked one) stops being trusted once the set goes stale, as
+/// its `Cache-Control` says, though tokens signed with it name a `kid` the server knows.
+#[tokio::test]
+async fn a_withdrawn_key_stops_working_once_the_set_goes_stale() {
+    let leaked = Key::generate("leaked", Algorithm::ES256);
+    let kept = Key::generate("kept", Algorithm::ES256);
+    let issuer = Issuer::start_fresh_for(&[&leaked, &kept], Some(1)).await;
+    let server = start_pkb(&issuer).await;
+    let resource = server.url.clone();
+    let forged = leaked.sign(&claims(&issuer.url, &resource, "anyone", "notes:read"));
+    let honest = kept.sign(&claims(&issuer.url, &resource, "erin", "notes:read"));
+    assert!(
+        RawHttp::new(&server.url, Some(&forged))
+            .initialize()
+            .await
+            .status
+            .is_success()
+    );
+    issuer.remove_key("leaked");
+    let withdrawn = Instant::now();
+    loop {
+        let answer = RawHttp::new(&server.url, Some(&forged)).initialize().await;
+        if answer.status == 401 {
+            break;
+        }
+        assert!(
+            withdrawn.elapsed() < Duration::from_secs(10),
+            "still trusted {:?} after its withdrawal",
+            withdrawn.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        RawHttp::new(&server.url, Some(&honest))
+            .initialize()
+            .await
+            .status
+            .is_success(),
+        "the key still in the set still works"
+    );
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 //! jsonwebtoken's; this module only decides which key, which algorithms and which claims.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -21,6 +22,18 @@ pub const LEEWAY: Duration = Duration::from_secs(60);
 /// The least time between two fetches of the key set caused by an unknown `kid`: a stream
 /// of forged tokens must not turn the server into a load on the issuer.
 pub const REFETCH_INTERVAL: Duration = Duration::from_secs(60);
+
+/// How long a key set counts as fresh when the issuer's answer does not say
+/// (`Cache-Control: max-age`), and the longest it does even when it says more: a key taken out
+/// of the set stops being trusted within this, plus one fetch.
+pub const KEYS_FRESH_FOR: Duration = Duration::from_secs(300);
+
+/// The shortest an issuer's `max-age` makes a key set fresh for: fetches are made only as
+/// requests come, one at a time, so an issuer asking for less gets one fetch a second at most.
+const KEYS_FRESH_AT_LEAST: Duration = Duration::from_secs(1);
+
+/// How long after a failed fetch for freshness the next is tried.
+const KEYS_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// Most verified tokens remembered (by their hash).
 const VERIFIED_CACHE: usize = 10_000;
@@ -73,15 +86,63 @@ pub enum OAuthStartError {
 pub struct JwtVerifier {
     settings: OAuthSettings,
     audience: OnceLock<String>,
-    jwks_url: String,
-    client: reqwest::Client,
-    keys: RwLock<Arc<JwkSet>>,
+    keys: Arc<IssuerKeys>,
     /// When an unknown `kid` last made the set be fetched again; the fetch at start does
     /// not count, so a key added just after it is found at once.
     last_refetch: Mutex<Option<Instant>>,
     /// Serialises refetches, so many tokens with a new `kid` fetch the set once.
     refetching: tokio::sync::Mutex<()>,
+}
+
+/// The issuer's key set as last fetched, and the tokens verified with it; shared with the
+/// task that fetches it again once it is no longer fresh, so that a key the issuer withdrew
+/// (a leaked one) stops being trusted within minutes, not at the next restart.
+struct IssuerKeys {
+    url: String,
+    client: reqwest::Client,
+    set: RwLock<Arc<JwkSet>>,
+    /// When the set stops being fresh: its `max-age` (within bounds) after it was fetched.
+    stale_at: Mutex<Instant>,
+    /// Whether a fetch for freshness is under way.
+    refreshing: AtomicBool,
+    /// Tokens verified with the set, `(principal, until)` by the token's hash; forgotten with
+    /// each new set.
     verified: Mutex<HashMap<[u8; 32], (Principal, u64)>>,
+}
+
+impl IssuerKeys {
+    /// Fetches the set and takes it in place of the one held.
+    async fn fetch(&self) -> Result<usize, String> {
+        let (set, fresh_for) = fetch_keys(&self.client, &self.url).await?;
+        let count = set.keys.len();
+        *crate::locks::write(&self.set) = Arc::new(set);
+        *lock(&self.stale_at) = Instant::now() + fresh_for;
+        // A key may have left the set: what it signed is checked again.
+        lock(&self.verified).clear();
+        Ok(count)
+    }
+
+    /// Starts a fetch in the background when the set is no longer fresh and none is under way;
+    /// the requests meanwhile are checked against the set held.
+    fn refresh_if_stale(self: &Arc<Self>) {
+        if Instant::now() < *lock(&self.stale_at) || self.refreshing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let keys = Arc::clone(self);
+        tokio::spawn(async move {
+            match keys.fetch().await {
+                Ok(count) => tracing::debug!(
+                    keys = count,
+                    "fetched the issuer's keys, as they went stale"
+                ),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot fetch the issuer's keys again; the set held is kept");
+                    *lock(&keys.stale_at) = Instant::now() + KEYS_RETRY_AFTER;
+                }
+            }
+            keys.refreshing.store(false, Ordering::SeqCst);
+        });
+    }
 }
 
 #[derive(Deserialize)]
@@ -144,14 +205,10 @@ impl JwtVerifier {
             Some(url) => url.clone(),
             None => discover_jwks_url(&client, &settings.issuer).await?,
         };
-        let keys = fetch_keys(&client, &jwks_url)
+        let (set, fresh_for) = fetch_keys(&client, &jwks_url)
             .await
             .map_err(OAuthStartError::Keys)?;
-        tracing::info!(
-            jwks_url,
-            keys = keys.keys.len(),
-            "fetched the issuer's keys"
-        );
+        tracing::info!(jwks_url, keys = set.keys.len(), "fetched the issuer's keys");
         let audience = OnceLock::new();
         if let Some(explicit) = &settings.audience {
             let _ = audience.set(explicit.clone());
@@ -159,12 +216,16 @@ impl JwtVerifier {
         Ok(Self {
             settings,
             audience,
-            jwks_url,
-            client,
-            keys: RwLock::new(Arc::new(keys)),
+            keys: Arc::new(IssuerKeys {
+                url: jwks_url,
+                client,
+                set: RwLock::new(Arc::new(set)),
+                stale_at: Mutex::new(Instant::now() + fresh_for),
+                refreshing: AtomicBool::new(false),
+                verified: Mutex::new(HashMap::new()),
+            }),
             last_refetch: Mutex::new(None),
             refetching: tokio::sync::Mutex::new(()),
-            verified: Mutex::new(HashMap::new()),
         })
     }
 
@@ -180,9 +241,10 @@ impl JwtVerifier {
 
     /// The principal of a valid access token; `None` for any other.
     pub async fn verify(&self, token: &str) -> Option<Principal> {
+        self.keys.refresh_if_stale();
         let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = unix_now();
-        if let Some((principal, until)) = lock(&self.verified).get(&hash)
+        if let Some((principal, until)) = lock(&self.keys.verified).get(&hash)
             && *until > now
         {
             return Some(principal.clone());
@@ -204,7 +266,7 @@ impl JwtVerifier {
         let until = exp
             .saturating_add(LEEWAY.as_secs())
             .min(now.saturating_add(VERIFIED_FOR.as_secs()));
-        let mut verified = lock(&self.verified);
+        let mut verified = lock(&self.keys.verified);
         if verified.len() >= VERIFIED_CACHE {
             verified.retain(|_, (_, until)| *until > now);
             if verified.len() >= VERIFIED_CACHE {
@@ -250,7 +312,7 @@ impl JwtVerifier {
     /// The key a token names: by `kid`, or the one key of the algorithm's type when the
     /// token names none. The key's own `alg`, when it states one, must be the token's.
     fn find_key(&self, kid: Option<&str>, alg: Algorithm) -> Option<Jwk> {
-        let keys = Arc::clone(&crate::locks::read(&self.keys));
+        let keys = Arc::clone(&crate::locks::read(&self.keys.set));
         let fits = |jwk: &&Jwk| key_fits(jwk, alg);
         match kid {
             Some(kid) => keys.find(kid).filter(|jwk| key_fits(jwk, alg)).cloned(),
@@ -272,13 +334,8 @@ impl JwtVerifier {
             }
             *last = Some(Instant::now());
         }
-        match fetch_keys(&self.client, &self.jwks_url).await {
-            Ok(keys) => {
-                tracing::info!(keys = keys.keys.len(), "fetched the issuer's keys again");
-                *crate::locks::write(&self.keys) = Arc::new(keys);
-                // A key may have left the set: what it signed is checked again.
-                lock(&self.verified).clear();
-            }
+        match self.keys.fetch().await {
+            Ok(count) => tracing::info!(keys = count, "fetched the issuer's keys again"),
             Err(error) => tracing::warn!(%error, "cannot fetch the issuer's keys again"),
         }
     }
@@ -361,14 +418,44 @@ async fn discover_jwks_url(
     Err(OAuthStartError::NoKeySet(failures.join("; ")))
 }
 
-async fn fetch_keys(client: &reqwest::Client, url: &str) -> Result<JwkSet, String> {
-    get_json::<JwkSet>(client, url).await
+/// The key set at `url`, and how long it is fresh for: its `Cache-Control: max-age` within
+/// [`KEYS_FRESH_AT_LEAST`] and [`KEYS_FRESH_FOR`], else the latter.
+async fn fetch_keys(client: &reqwest::Client, url: &str) -> Result<(JwkSet, Duration), String> {
+    let response = get(client, url).await?;
+    let fresh_for = response
+        .headers()
+        .get_all(reqwest::header::CACHE_CONTROL)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find_map(max_age)
+        .map_or(KEYS_FRESH_FOR, |max_age| {
+            max_age.clamp(KEYS_FRESH_AT_LEAST, KEYS_FRESH_FOR)
+        });
+    let set = response
+        .json::<JwkSet>()
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    Ok((set, fresh_for))
 }
 
-async fn get_json<T: serde::de::DeserializeOwned>(
-    client: &reqwest::Client,
-    url: &str,
-) -> Result<T, String> {
+/// The `max-age` of a `Cache-Control` value; `no-cache` and `no-store` count as none at all.
+fn max_age(cache_control: &str) -> Option<Duration> {
+    cache_control.split(',').find_map(|directive| {
+        let directive = directive.trim();
+        if directive.eq_ignore_ascii_case("no-cache") || directive.eq_ignore_ascii_case("no-store")
+        {
+            return Some(Duration::ZERO);
+        }
+        let (name, value) = directive.split_once('=')?;
+        name.trim()
+            .eq_ignore_ascii_case("max-age")
+            .then(|| value.trim().trim_matches('"').parse().ok())
+            .flatten()
+            .map(Duration::from_secs)
+    })
+}
+
+async fn get(client: &reqwest::Client, url: &str) -> Result<reqwest::Response, String> {
     let response = client
         .get(url)
         .header("accept", "application/json")
@@ -378,7 +465,15 @@ async fn get_json<T: serde::de::DeserializeOwned>(
     if !response.status().is_success() {
         return Err(format!("{url}: HTTP {}", response.status()));
     }
-    response
+    Ok(response)
+}
+
+async fn get_json<T: serde::de::DeserializeOwned>(
+    client: &reqwest::Client,
+    url: &str,
+) -> Result<T, String> {
+    get(client, url)
+        .await?
         .json::<T>()
         .await
         .map_err(|e| format!("{url}: {e}"))
@@ -410,4 +505,23 @@ fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::max_age;
+
+    #[test]
+    fn cache_control_says_how_long_a_key_set_is_fresh() {
+        assert_eq!(
+            max_age("public, max-age=600"),
+            Some(Duration::from_secs(600))
+        );
+        assert_eq!(max_age("Max-Age = \"30\""), Some(Duration::from_secs(30)));
+        assert_eq!(max_age("no-store"), Some(Duration::ZERO));
+        assert_eq!(max_age("public"), None);
+        assert_eq!(max_age("max-age=soon"), None);
+    }
 }
