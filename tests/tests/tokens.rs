@@ -305,6 +305,67 @@ async fn a_revoked_token_s_stateless_listen_stream_ends(session: Option<&str>) {
     ends_soon_after_revoking(&path, "alice", &mut stream).await;
 }
 
+/// A `subscriptions/listen` of the stateless revision, as `token`'s user; the response (an
+/// event stream while it is held) or the refusal.
+async fn listen(url: &str, token: Option<&str>) -> reqwest::Response {
+    let listen = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
+        },
+        "notifications": {"resourcesListChanged": true}
+    }});
+    let mut request = support::http_client()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(listen.to_string());
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request.send().await.unwrap()
+}
+
+/// Streams outside any session are counted: against `--max-sessions` in all, and
+/// `STREAMS_PER_USER` for one user, as sessions are counted.
+#[tokio::test]
+async fn listen_streams_outside_sessions_are_counted_in_all_and_by_user() {
+    let (_dir, path, alice, bob, _reader) = data_dir_with_tokens();
+    let per_user = pkb_core::transport::http::STREAMS_PER_USER;
+    let max = (per_user + 2).to_string();
+    let server = HttpServerProcess::start(&[
+        "--auth",
+        "tokens",
+        "--data-dir",
+        &path,
+        "--max-sessions",
+        &max,
+    ])
+    .await;
+    let mut open = Vec::new();
+    for _ in 0..per_user {
+        let stream = listen(&server.url, Some(&alice)).await;
+        assert!(stream.status().is_success(), "{:?}", stream.status());
+        open.push(stream);
+    }
+    let refused = listen(&server.url, Some(&alice)).await;
+    assert_eq!(refused.status(), 503, "one user's limit");
+    for _ in 0..2 {
+        let stream = listen(&server.url, Some(&bob)).await;
+        assert!(stream.status().is_success(), "another user's streams");
+        open.push(stream);
+    }
+    let refused = listen(&server.url, Some(&bob)).await;
+    assert_eq!(refused.status(), 503, "the limit in all");
+    // Other requests are not held back by it.
+    let mut raw = RawHttp::new(&server.url, Some(&bob));
+    assert!(raw.initialize().await.status.is_success());
+    drop(open);
+}
+
 #[tokio::test]
 async fn users_never_see_each_others_notes() {
     users_never_see_each_others_notes_in(&[]).await;

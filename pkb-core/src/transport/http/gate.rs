@@ -23,6 +23,7 @@ use super::message::Message;
 use super::revision::{self, Revision};
 use super::sessions::{Owner, SessionPlace, Sessions};
 use super::stateless_streams::StatelessStreams;
+use super::stream_places::{self, StreamPlace, StreamPlaces};
 use super::{priming, unreadable};
 use crate::framework::access::{Access, Principal};
 use crate::framework::registry::Catalog;
@@ -44,6 +45,8 @@ pub struct Gate {
     pub(super) draining: AtomicBool,
     /// Event streams answered with a token, ended by the sweep once it fails.
     pub(super) streams: Arc<StatelessStreams>,
+    /// The places of event streams outside any session.
+    pub(super) stream_places: Arc<StreamPlaces>,
 }
 
 impl Gate {
@@ -136,6 +139,8 @@ struct Passage<'a> {
     /// A place under the session limit, held by an `initialize` until its session is among
     /// the owners (or it opened none).
     reservation: Option<SessionPlace<'a>>,
+    /// A place for the event stream a `subscriptions/listen` opens outside any session.
+    stream_place: Option<StreamPlace>,
 }
 
 /// The gate in front of `/mcp`. A request meets the stages of [`Gate::pass`] in order; one
@@ -173,6 +178,7 @@ impl Gate {
                 sent_as_json: false,
                 predates_priming: false,
                 reservation: None,
+                stream_place: None,
             };
             return Ok(self.forward(parts, body, passage, next).await);
         }
@@ -215,6 +221,21 @@ impl Gate {
             })?),
             _ => None,
         };
+        let stream_place = if revision.is_stateless()
+            && message.is_request()
+            && message.method() == Some("subscriptions/listen")
+        {
+            let user = caller.principal.as_ref().map(|p| &p.user);
+            Some(self.stream_places.take(user).ok_or_else(|| {
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Service Unavailable: too many open streams",
+                )
+                    .into_response()
+            })?)
+        } else {
+            None
+        };
         revision::name_notification(&revision, &mut parts.headers, &message);
         let requested = message
             .is_request()
@@ -230,6 +251,7 @@ impl Gate {
             session,
             method,
             reservation,
+            stream_place,
         };
         let body = Body::from(message.bytes().clone());
         Ok(self.forward(parts, body, passage, next).await)
@@ -405,6 +427,11 @@ impl Gate {
             && is_event_stream(&response)
         {
             response = self.streams.track(response, Arc::clone(token));
+        }
+        if let Some(place) = passage.stream_place.take()
+            && is_event_stream(&response)
+        {
+            response = stream_places::holding(response, place);
         }
         let reservation = passage.reservation.take();
         self.record_session(&response, &passage, reservation, calls);

@@ -16,6 +16,7 @@ mod priming;
 mod revision;
 mod sessions;
 mod stateless_streams;
+mod stream_places;
 mod unreadable;
 
 use std::net::SocketAddr;
@@ -36,6 +37,7 @@ pub use bearer::BearerAuth;
 pub use listener::{HEADER_TIMEOUT, Tls};
 pub use message::BODY_TIMEOUT;
 pub use origin::OriginPolicy;
+pub use stream_places::STREAMS_PER_USER;
 
 use crate::McpServer;
 pub use crate::crypto_provider::install as install_crypto_provider;
@@ -69,7 +71,9 @@ pub struct HttpSettings {
     pub tls: Option<Tls>,
     /// Sessions idle this long end.
     pub session_idle_timeout: Duration,
-    /// At most this many sessions at once.
+    /// At most this many sessions at once, and as many event streams outside any session
+    /// (the 2026-07-28 revision's `subscriptions/listen`), [`STREAMS_PER_USER`] of them for one
+    /// user.
     pub max_sessions: usize,
     /// How requests are authenticated; `None` serves everyone as one user, which is
     /// allowed on a loopback address only.
@@ -200,6 +204,7 @@ impl HttpServer {
             resource_metadata: issuer
                 .as_ref()
                 .map(|_| format!("{public_url}{RESOURCE_METADATA_PATH}")),
+            stream_places: Arc::new(stream_places::StreamPlaces::new(settings.max_sessions)),
             sessions: sessions::Sessions::new(
                 sessions,
                 settings.max_sessions,
