@@ -364,6 +364,54 @@ async fn sigterm_answers_the_call_in_flight_then_exits_0() {
     assert!(status.success(), "{status:?}");
 }
 
+/// A call whose body is still coming when SIGTERM arrives was accepted before it: it is
+/// answered in its session, which outlives it, and the server then exits 0.
+#[tokio::test]
+async fn sigterm_while_a_body_is_half_sent_answers_it_in_its_session() {
+    let mut server = HttpServerProcess::start(&["--memory"]).await;
+    let mut raw = RawHttp::new(&server.url, None);
+    assert!(raw.initialize().await.status.is_success());
+    let session = raw.session.clone().expect("a session");
+    let address = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "fetch", "arguments": {"id": "todo"}}})
+    .to_string();
+    let (first, rest) = body.split_at(body.len() / 2);
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n\
+         Mcp-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{first}",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pid = server.child.id().expect("running") as i32;
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stream.write_all(rest.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut answer))
+        .await
+        .expect("answered")
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains(r#""id":7"#) && answer.contains("todo"), "{answer}");
+    let status = tokio::time::timeout(Duration::from_secs(10), server.child.wait())
+        .await
+        .expect("exits within the grace period")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
 #[tokio::test]
 async fn no_authorization_off_loopback_refuses_to_start() {
     let (status, _, stderr) = run_command(&["--memory", "--http", "0.0.0.0:0"]);

@@ -18,7 +18,7 @@ use rmcp::transport::streamable_http_server::session::SessionManager;
 
 use super::BearerAuth;
 use super::direct_calls::{self, DirectCall};
-use super::in_flight::{InFlight, tracked};
+use super::in_flight::{InFlight, InFlightGuard, tracked};
 use super::message::Message;
 use super::revision::{self, Revision};
 use super::sessions::{Owner, SessionPlace, Sessions};
@@ -141,6 +141,9 @@ struct Passage<'a> {
     reservation: Option<SessionPlace<'a>>,
     /// A place for the event stream a `subscriptions/listen` opens outside any session.
     stream_place: Option<StreamPlace>,
+    /// A POST counts as in flight from the moment the gate sees it until its answer is
+    /// sent, so a shutdown waits for one whose body is still coming.
+    in_flight: Option<InFlightGuard>,
 }
 
 /// The gate in front of `/mcp`. A request meets the stages of [`Gate::pass`] in order; one
@@ -157,6 +160,7 @@ impl Gate {
         if draining && request.method() != Method::POST {
             return Err(shutting_down());
         }
+        let in_flight = (request.method() == Method::POST).then(|| self.in_flight.enter());
         let (mut parts, body) = request.into_parts();
         let revision = Revision::of(&parts.headers);
         let caller = self.authenticate(&mut parts.headers).await?;
@@ -179,6 +183,7 @@ impl Gate {
                 predates_priming: false,
                 reservation: None,
                 stream_place: None,
+                in_flight,
             };
             return Ok(self.forward(parts, body, passage, next).await);
         }
@@ -204,12 +209,12 @@ impl Gate {
             )?;
         }
         revision::refuse_removed_method(&message)?;
-        let mut parts = match self
-            .answer_directly(parts, &caller, &session, &message)
+        let (mut parts, in_flight) = match self
+            .answer_directly(parts, &caller, &session, &message, in_flight)
             .await
         {
             Ok(answer) => return Ok(answer),
-            Err(parts) => parts,
+            Err(unanswered) => unanswered,
         };
         let reservation = match (&session.id, message.method()) {
             (None, Some("initialize")) => Some(self.sessions.reserve().ok_or_else(|| {
@@ -252,6 +257,7 @@ impl Gate {
             method,
             reservation,
             stream_place,
+            in_flight,
         };
         let body = Body::from(message.bytes().clone());
         Ok(self.forward(parts, body, passage, next).await)
@@ -366,28 +372,32 @@ impl Gate {
     }
 
     /// A plain `tools/call` in the caller's session, answered here (see [`direct_calls`]);
-    /// any other request's `parts` back.
+    /// any other request's `parts` and place in flight back.
     async fn answer_directly(
         &self,
         mut parts: Parts,
         caller: &Caller,
         session: &NamedSession,
         message: &Message,
-    ) -> Result<Response, Parts> {
+        in_flight: Option<InFlightGuard>,
+    ) -> Result<Response, (Parts, Option<InFlightGuard>)> {
         let Some(calls) = session.calls.as_ref() else {
-            return Err(parts);
+            return Err((parts, in_flight));
         };
         if message.method() != Some("tools/call") {
-            return Err(parts);
+            return Err((parts, in_flight));
         }
         let Some(call) = DirectCall::of(&parts, message.value(), calls) else {
-            return Err(parts);
+            return Err((parts, in_flight));
         };
         if let Some(principal) = &caller.principal {
             parts.extensions.insert(principal.clone());
         }
-        let guard = self.in_flight.enter();
-        Ok(tracked(call.answer(parts, calls).await, guard))
+        let answer = call.answer(parts, calls).await;
+        Ok(match in_flight {
+            Some(guard) => tracked(answer, guard),
+            None => answer,
+        })
     }
 
     /// Passes the request to rmcp, then mends what rmcp answers and records what it opened.
@@ -402,7 +412,7 @@ impl Gate {
         if let Some(principal) = &passage.caller.principal {
             request.extensions_mut().insert(principal.clone());
         }
-        let guard = (passage.method == Method::POST).then(|| self.in_flight.enter());
+        let guard = passage.in_flight.take();
         let (mut response, calls) = if passage.reservation.is_some() {
             direct_calls::opening(next.run(request)).await
         } else {
