@@ -53,10 +53,10 @@ impl App for NotesApp {
         Box::pin(async move {
             let store = match self {
                 Self::Shared(store) => store.clone(),
-                Self::PerUser(users) => users
-                    .store_for(user)
-                    .await
-                    .map_err(|e| format!("storage error: {e}"))?,
+                Self::PerUser(users) => users.store_for(user).await.map_err(|error| {
+                    tracing::error!(%error, "cannot open a user's store");
+                    format!("storage error: {}", error.told_to_clients())
+                })?,
             };
             Ok(Arc::new(store))
         })
@@ -86,10 +86,10 @@ impl App for NotesApp {
         limit: usize,
     ) -> BoxFuture<'a, Result<ResourcePage, String>> {
         Box::pin(async move {
-            let mut notes = store
-                .list(after, limit + 1)
-                .await
-                .map_err(|e| format!("storage error: {e}"))?;
+            let mut notes = store.list(after, limit + 1).await.map_err(|error| {
+                tracing::error!(%error, "store error listing resources");
+                format!("storage error: {}", error.told_to_clients())
+            })?;
             let more = notes.len() > limit;
             notes.truncate(limit);
             let next_after = more.then(|| notes.last().map(|n| n.id.clone())).flatten();
@@ -127,13 +127,13 @@ impl NotesContext for Context {
 impl From<StoreError> for ToolError {
     fn from(error: StoreError) -> Self {
         tracing::error!(%error, "store error in a tool");
-        Self::new(format!("storage error: {error}"))
+        Self::new(format!("storage error: {}", error.told_to_clients()))
     }
 }
 
 impl From<StoreError> for ResourceError {
     fn from(error: StoreError) -> Self {
         tracing::error!(%error, "store error in a resource");
-        Self::Failed(format!("storage error: {error}"))
+        Self::Failed(format!("storage error: {}", error.told_to_clients()))
     }
 }

@@ -33,6 +33,7 @@ use cli::{AuthMode, Cli, Command, Database};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_level.as_deref());
+    raise_open_files_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -41,6 +42,26 @@ fn main() -> ExitCode {
         Err(error) => return fail(&format!("cannot start the async runtime: {error}")),
     };
     runtime.block_on(run(cli))
+}
+
+/// Raises the soft limit of open files to the hard one, as servers do: each user's store holds
+/// a few files and each connection one, and the common soft limit of 1,024 runs out at a few
+/// hundred users, where the hard limit is usually far higher.
+fn raise_open_files_limit() {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+        let limit = getrlimit(Resource::Nofile);
+        if limit.current < limit.maximum || (limit.current.is_some() && limit.maximum.is_none()) {
+            let raised = Rlimit {
+                current: limit.maximum,
+                maximum: limit.maximum,
+            };
+            if let Err(error) = setrlimit(Resource::Nofile, raised) {
+                tracing::debug!(%error, "cannot raise the limit of open files");
+            }
+        }
+    }
 }
 
 /// Logs go to stderr only: stdout carries the protocol.

@@ -403,3 +403,37 @@ fn an_empty_pkb_db_counts_as_unset() {
         "the default store was used"
     );
 }
+
+/// Each user's store and each connection holds files: the server raises its soft limit of open
+/// files to the hard one at start, where the common soft limit of 1,024 would run out at a few
+/// hundred users.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_server_raises_its_soft_limit_of_open_files_to_the_hard_one() {
+    let (_dir, path) = support::temp_store();
+    let mut child = Command::new("prlimit")
+        .arg("--nofile=1024:4096")
+        .arg(support::server_binary())
+        .args(["--db", &path])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("prlimit (util-linux) runs the server");
+    let limits = format!("/proc/{}/limits", child.id());
+    let started = std::time::Instant::now();
+    let soft = loop {
+        let text = std::fs::read_to_string(&limits).unwrap_or_default();
+        let soft = text
+            .lines()
+            .find(|line| line.starts_with("Max open files"))
+            .and_then(|line| line.split_whitespace().nth(3).map(str::to_owned));
+        if soft.as_deref() == Some("4096") || started.elapsed() > Duration::from_secs(10) {
+            break soft;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(soft.as_deref(), Some("4096"));
+}

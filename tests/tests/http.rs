@@ -404,7 +404,10 @@ async fn sigterm_while_a_body_is_half_sent_answers_it_in_its_session() {
         .expect("answered")
         .unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    assert!(answer.contains(r#""id":7"#) && answer.contains("todo"), "{answer}");
+    assert!(
+        answer.contains(r#""id":7"#) && answer.contains("todo"),
+        "{answer}"
+    );
     let status = tokio::time::timeout(Duration::from_secs(10), server.child.wait())
         .await
         .expect("exits within the grace period")

@@ -118,6 +118,38 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// The error as a client may be told it: the server's paths, which the log keeps, are
+    /// left out (on a server of many users they would name the data directory and the user's
+    /// storage key).
+    pub fn told_to_clients(&self) -> String {
+        match self {
+            StoreError::NotPkb { reason, .. } => {
+                format!("the note store is not a PKB database ({reason})")
+            }
+            StoreError::Corrupt { reason, .. } => {
+                format!("the note store is damaged ({reason}); it was left untouched")
+            }
+            StoreError::TooNew {
+                found, supported, ..
+            } => format!(
+                "the note store was written by a newer PKB (schema version {found}, this build reads up to {supported})"
+            ),
+            StoreError::Open { source, .. } => {
+                format!("the note store cannot be opened: {source}")
+            }
+            StoreError::Backend { source, .. } => format!("the note store failed: {source}"),
+            StoreError::OutOfStep { reason, .. } => format!(
+                "the note store is out of step: {reason}; `pkb-server reindex` rebuilds what is derived from the notes"
+            ),
+            StoreError::Busy { action, .. } => format!(
+                "the note store is busy: another process held its write lock for more than 5 s, so it could not {action}; nothing was changed: try again"
+            ),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// A note to save: the caller's fields, without timestamps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NoteDraft {
@@ -491,6 +523,43 @@ fn validate_dates(dates: NoteDates) -> Result<NoteDates, StoreError> {
         created_at,
         updated_at,
     })
+}
+
+#[cfg(test)]
+mod told_to_clients {
+    use super::StoreError;
+
+    #[test]
+    fn what_clients_are_told_names_no_server_path() {
+        let path = std::path::PathBuf::from("/srv/pkb/users/0123456789abcdef0123456789abcdef.db");
+        let errors = [
+            StoreError::Open {
+                path: path.clone(),
+                source: Box::new(std::io::Error::from_raw_os_error(24)),
+            },
+            StoreError::Corrupt {
+                path: path.clone(),
+                reason: "a page is unreadable".into(),
+            },
+            StoreError::NotPkb {
+                path: path.clone(),
+                reason: "it is not an SQLite database".into(),
+            },
+            StoreError::Busy {
+                store: path.display().to_string(),
+                action: "save a note".into(),
+            },
+        ];
+        for error in &errors {
+            let told = error.told_to_clients();
+            assert!(error.to_string().contains("/srv/pkb"), "the log keeps it");
+            assert!(
+                !told.contains("/srv/pkb") && !told.contains("0123456789"),
+                "{told}"
+            );
+        }
+        assert!(errors[0].told_to_clients().contains("(os error 24)"));
+    }
 }
 
 // Each test runs on SQLite and on PostgreSQL.

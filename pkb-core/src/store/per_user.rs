@@ -17,6 +17,11 @@ use super::{Store, StoreError};
 use crate::identity::User;
 use crate::locks::lock;
 
+/// The most users' stores kept open at once: each holds two threads and a handful of files,
+/// so a server of many users closes the least recently used one to open another, rather than
+/// run out of descriptors (past this, a store is opened again when its user comes back).
+pub const MAX_OPEN_STORES: usize = 128;
+
 /// How long a user's store stays open after their last request.
 pub const IDLE_CLOSE: Duration = Duration::from_secs(120);
 
@@ -42,6 +47,8 @@ enum Location {
 pub struct UserStores {
     location: Location,
     seed: bool,
+    /// The most stores kept open at once ([`MAX_OPEN_STORES`] unless told otherwise).
+    max_open: usize,
     open: Mutex<HashMap<Arc<str>, Arc<Slot>>>,
 }
 
@@ -67,6 +74,7 @@ impl UserStores {
         Self {
             location: Location::Dir(dir.to_owned()),
             seed,
+            max_open: MAX_OPEN_STORES,
             open: Mutex::default(),
         }
     }
@@ -76,6 +84,7 @@ impl UserStores {
         Self {
             location: Location::Memory,
             seed,
+            max_open: MAX_OPEN_STORES,
             open: Mutex::default(),
         }
     }
@@ -86,6 +95,7 @@ impl UserStores {
         Self {
             location: Location::Postgres(database),
             seed: false,
+            max_open: MAX_OPEN_STORES,
             open: Mutex::default(),
         }
     }
@@ -94,6 +104,12 @@ impl UserStores {
     pub fn path_in(dir: &Path, user: &User) -> PathBuf {
         dir.join(USERS_FOLDER)
             .join(format!("{}.db", user.storage_key()))
+    }
+
+    /// The same stores, at most `max_open` of them open at once (at least 1).
+    pub fn with_max_open(mut self, max_open: usize) -> Self {
+        self.max_open = max_open.max(1);
+        self
     }
 
     /// `user`'s store, opened (and created, seeded) when it is not open.
@@ -105,6 +121,12 @@ impl UserStores {
         }
         let slot = {
             let mut open = lock(&self.open);
+            if !open.contains_key(key)
+                && open.len() >= self.max_open
+                && matches!(self.location, Location::Dir(_))
+            {
+                close_least_recently_used(&mut open);
+            }
             let slot = open.entry(Arc::clone(key)).or_insert_with(|| {
                 Arc::new(Slot {
                     store: OnceCell::new(),
@@ -185,6 +207,18 @@ impl UserStores {
     }
 }
 
+/// Forgets the store used least recently: it closes once the requests still running on it end.
+fn close_least_recently_used(open: &mut HashMap<Arc<str>, Arc<Slot>>) {
+    let oldest = open
+        .iter()
+        .min_by_key(|(_, slot)| *lock(&slot.last_used))
+        .map(|(key, _)| Arc::clone(key));
+    if let Some(key) = oldest {
+        tracing::debug!("closing the least recently used user's store to open another");
+        open.remove(&key);
+    }
+}
+
 /// Creates the users' folder readable by its owner only: it holds everyone's notes.
 fn private_folder(folder: &Path) -> Result<(), StoreError> {
     let open = |source: std::io::Error| StoreError::Open {
@@ -239,5 +273,27 @@ mod tests {
         assert_eq!(stores.open_count(), 0);
         let reopened = stores.store_for(&alice).await.unwrap();
         assert!(reopened.get("secret").await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn past_the_most_open_stores_the_least_recently_used_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores = UserStores::in_dir(dir.path(), false).with_max_open(3);
+        let users: Vec<User> = (0..5)
+            .map(|n| User::token_user(&format!("user{n}")))
+            .collect();
+        let first = stores.store_for(&users[0]).await.unwrap();
+        let draft = NoteDraft::from_title("Kept", vec![], "still here");
+        first.put(draft, PutMode::CreateOnly).await.unwrap();
+        drop(first);
+        for user in &users[1..] {
+            stores.store_for(user).await.unwrap();
+            assert!(stores.open_count() <= 3, "{}", stores.open_count());
+        }
+        // The first user's store was closed for the others; their notes wait in its file.
+        assert_eq!(stores.open_count(), 3);
+        let reopened = stores.store_for(&users[0]).await.unwrap();
+        assert!(reopened.get("kept").await.unwrap().is_some());
+        assert_eq!(stores.open_count(), 3);
     }
 }
