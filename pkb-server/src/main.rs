@@ -19,7 +19,7 @@ use pkb_core::auth::{Authenticator, JwtVerifier, OAuthSettings, OAuthStartError,
 use pkb_core::framework::changes::ChangeHub;
 use pkb_core::framework::input_rounds::{MIN_STATE_KEY_BYTES, RoundStates};
 use pkb_core::store::Store;
-use pkb_core::store::per_user::{IDLE_CLOSE, UserStores};
+use pkb_core::store::per_user::{IDLE_CLOSE, MAX_OPEN_STORES, UserStores};
 use pkb_core::store::postgres::PgDatabase;
 use pkb_core::transport::http::{BearerAuth, HttpError, HttpServer, HttpSettings, Tls};
 use pkb_core::transport::{InlineToolCalls, LineTransport};
@@ -62,6 +62,21 @@ fn raise_open_files_limit() {
             }
         }
     }
+}
+
+/// The most users' stores to keep open under the process's limit of open files: a store
+/// holds about seven, and a quarter of the limit (at least 256) is left to connections and
+/// the rest; [`MAX_OPEN_STORES`] at most. Under a limit of 1,024 that is 96 stores.
+fn open_stores_allowed() -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+        if let Some(files) = limit.and_then(|files| usize::try_from(files).ok()) {
+            let for_stores = files.saturating_sub((files / 4).max(256));
+            return (for_stores / 8).clamp(1, MAX_OPEN_STORES);
+        }
+    }
+    MAX_OPEN_STORES
 }
 
 /// Logs go to stderr only: stdout carries the protocol.
@@ -344,7 +359,9 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
             );
         } else {
             match data_dir(&cli) {
-                Ok(dir) => UserStores::in_dir(&dir, !cli.no_seed),
+                Ok(dir) => {
+                    UserStores::in_dir(&dir, !cli.no_seed).with_max_open(open_stores_allowed())
+                }
                 Err(message) => return fail(&message),
             }
         };
