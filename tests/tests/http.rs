@@ -281,6 +281,44 @@ async fn event_streams_open_with_a_priming_event_from_2025_11_25_on_only() {
             .split("\n\n")
             .any(|event| event.lines().any(|line| line.trim() == "data:"));
         assert_eq!(empty_event, primed, "{revision}: {}", answer.body);
+        // The session's own event stream (GET) opens the same way.
+        let session = answer.header("mcp-session-id").expect("a session");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let sent = support::http_client()
+            .post(&server.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", revision)
+            .body(initialized.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(sent.status(), 202);
+        let mut stream = support::http_client()
+            .get(&server.url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", revision)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            stream.status().is_success(),
+            "{revision}: {:?}",
+            stream.status()
+        );
+        let first = tokio::time::timeout(Duration::from_millis(1500), stream.chunk()).await;
+        let primed_stream = match first {
+            Ok(Ok(Some(chunk))) => String::from_utf8_lossy(&chunk)
+                .lines()
+                .any(|line| line.trim() == "data:"),
+            _ => false,
+        };
+        assert_eq!(
+            primed_stream, primed,
+            "{revision}: the session's GET stream"
+        );
     }
 }
 

@@ -180,7 +180,8 @@ impl Gate {
                 sent: None,
                 bad_params: None,
                 sent_as_json: false,
-                predates_priming: false,
+                // A session's standalone stream (GET) follows the revision its header names.
+                predates_priming: revision.predates_priming(None),
                 reservation: None,
                 stream_place: None,
                 in_flight,
