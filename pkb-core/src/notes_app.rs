@@ -53,10 +53,10 @@ impl App for NotesApp {
         Box::pin(async move {
             let store = match self {
                 Self::Shared(store) => store.clone(),
-                Self::PerUser(users) => users.store_for(user).await.map_err(|error| {
-                    tracing::error!(%error, "cannot open a user's store");
-                    format!("storage error: {}", error.told_to_clients())
-                })?,
+                Self::PerUser(users) => users
+                    .store_for(user)
+                    .await
+                    .map_err(|error| told(&error, "opening a user's store"))?,
             };
             Ok(Arc::new(store))
         })
@@ -86,10 +86,10 @@ impl App for NotesApp {
         limit: usize,
     ) -> BoxFuture<'a, Result<ResourcePage, String>> {
         Box::pin(async move {
-            let mut notes = store.list(after, limit + 1).await.map_err(|error| {
-                tracing::error!(%error, "store error listing resources");
-                format!("storage error: {}", error.told_to_clients())
-            })?;
+            let mut notes = store
+                .list(after, limit + 1)
+                .await
+                .map_err(|error| told(&error, "listing resources"))?;
             let more = notes.len() > limit;
             notes.truncate(limit);
             let next_after = more.then(|| notes.last().map(|n| n.id.clone())).flatten();
@@ -126,14 +126,19 @@ impl NotesContext for Context {
 
 impl From<StoreError> for ToolError {
     fn from(error: StoreError) -> Self {
-        tracing::error!(%error, "store error in a tool");
-        Self::new(format!("storage error: {}", error.told_to_clients()))
+        Self::new(told(&error, "a tool"))
     }
 }
 
 impl From<StoreError> for ResourceError {
     fn from(error: StoreError) -> Self {
-        tracing::error!(%error, "store error in a resource");
-        Self::Failed(format!("storage error: {}", error.told_to_clients()))
+        Self::Failed(told(&error, "a resource"))
     }
+}
+
+/// Logs a store's failure in `doing` whole, and gives what the client is told of it: without
+/// the server's paths ([`StoreError::told_to_clients`]).
+fn told(error: &StoreError, doing: &str) -> String {
+    tracing::error!(%error, "store error in {doing}");
+    format!("storage error: {}", error.told_to_clients())
 }

@@ -380,12 +380,7 @@ async fn sigterm_answers_the_call_in_flight_then_exits_0() {
         (client, result)
     });
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let pid = server.child.id().expect("running") as i32;
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    terminate(&server);
     let answered = tokio::time::timeout(Duration::from_secs(10), in_flight).await;
     let Ok(answered) = answered else {
         panic!(
@@ -428,12 +423,7 @@ async fn sigterm_while_a_body_is_half_sent_answers_it_in_its_session() {
     );
     stream.write_all(head.as_bytes()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let pid = server.child.id().expect("running") as i32;
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    terminate(&server);
     tokio::time::sleep(Duration::from_millis(500)).await;
     stream.write_all(rest.as_bytes()).await.unwrap();
     let mut answer = String::new();
@@ -609,4 +599,14 @@ async fn plain_calls_are_answered_as_json_and_calls_that_may_reach_the_client_as
         with_progress.result()["structuredContent"]["note"]["id"],
         "todo"
     );
+}
+
+/// Sends the server SIGTERM.
+fn terminate(server: &HttpServerProcess) {
+    let pid = server.child.id().expect("running");
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
 }

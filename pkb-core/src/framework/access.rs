@@ -4,8 +4,6 @@
 
 use std::borrow::Cow;
 
-use serde_json::Value;
-
 use super::registry::Catalog;
 use crate::identity::User;
 
@@ -120,18 +118,16 @@ pub struct Principal {
 }
 
 impl Catalog {
-    /// The access a JSON-RPC request for `method` with `params` needs. A tool that does not
-    /// exist needs [`Access::Open`]: its call is answered as unknown, and changes nothing.
-    pub fn required_access(&self, method: &str, params: Option<&Value>) -> Access {
+    /// The access a JSON-RPC request for `method` needs; for `tools/call`, that of the tool
+    /// named `tool`. A tool that does not exist needs [`Access::Open`]: its call is answered as
+    /// unknown, and changes nothing.
+    pub fn required_access(&self, method: &str, tool: Option<&str>) -> Access {
         match method {
-            "tools/call" => {
-                let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
-                match name.and_then(|name| self.tool(name)) {
-                    Some(tool) if tool.annotations.read_only => Access::Read,
-                    Some(_) => Access::Write,
-                    None => Access::Open,
-                }
-            }
+            "tools/call" => match tool.and_then(|name| self.tool(name)) {
+                Some(tool) if tool.annotations.read_only => Access::Read,
+                Some(_) => Access::Write,
+                None => Access::Open,
+            },
             // What needs no access to the data: the handshake, the lists of what the server
             // offers, and the messages that only steer the connection.
             "initialize" | "ping" | "server/discover" | "tools/list" | "prompts/list"
@@ -165,8 +161,6 @@ mod tests {
     #[cfg(feature = "notes")]
     #[test]
     fn tools_need_what_their_annotations_say() {
-        use serde_json::json;
-
         use crate::Registry;
 
         let registry = Registry::new(crate::notes_declarations()).unwrap();
@@ -176,27 +170,24 @@ mod tests {
                 .as_ref()
                 .and_then(|a| a.read_only_hint)
                 .unwrap_or(false);
-            let params = json!({ "name": tool.name });
             let expected = if read_only {
                 Access::Read
             } else {
                 Access::Write
             };
             assert_eq!(
-                registry.required_access("tools/call", Some(&params)),
+                registry.required_access("tools/call", Some(&tool.name)),
                 expected,
                 "{}",
                 tool.name
             );
         }
-        let write = json!({ "name": "write" });
         assert_eq!(
-            registry.required_access("tools/call", Some(&write)),
+            registry.required_access("tools/call", Some("write")),
             Access::Write
         );
-        let unknown = json!({ "name": "no-such-tool" });
         assert_eq!(
-            registry.required_access("tools/call", Some(&unknown)),
+            registry.required_access("tools/call", Some("no-such-tool")),
             Access::Open
         );
         assert_eq!(

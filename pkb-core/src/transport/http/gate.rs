@@ -18,12 +18,12 @@ use rmcp::transport::streamable_http_server::session::SessionManager;
 
 use super::BearerAuth;
 use super::direct_calls::{self, DirectCall};
-use super::in_flight::{InFlight, InFlightGuard, tracked};
+use super::in_flight::{InFlight, InFlightGuard, held_until_sent};
 use super::message::Message;
 use super::revision::{self, Revision};
 use super::sessions::{Owner, SessionPlace, Sessions};
 use super::stateless_streams::StatelessStreams;
-use super::stream_places::{self, StreamPlace, StreamPlaces};
+use super::stream_places::{StreamPlace, StreamPlaces};
 use super::{priming, unreadable};
 use crate::framework::access::{Access, Principal};
 use crate::framework::registry::Catalog;
@@ -201,12 +201,10 @@ impl Gate {
             return Err(shutting_down());
         }
         if let Some(rpc_method) = message.method() {
-            let name = message
-                .tool_name()
-                .map(|name| serde_json::json!({ "name": name }));
             self.check_scope(
                 &caller,
-                self.registry.required_access(rpc_method, name.as_ref()),
+                self.registry
+                    .required_access(rpc_method, message.tool_name()),
             )?;
         }
         revision::refuse_removed_method(&message)?;
@@ -396,7 +394,7 @@ impl Gate {
         }
         let answer = call.answer(parts, calls).await;
         Ok(match in_flight {
-            Some(guard) => tracked(answer, guard),
+            Some(guard) => held_until_sent(answer, guard),
             None => answer,
         })
     }
@@ -442,7 +440,7 @@ impl Gate {
         if let Some(place) = passage.stream_place.take()
             && is_event_stream(&response)
         {
-            response = stream_places::holding(response, place);
+            response = held_until_sent(response, place);
         }
         let reservation = passage.reservation.take();
         self.record_session(&response, &passage, reservation, calls);
@@ -457,7 +455,7 @@ impl Gate {
             *response.status_mut() = StatusCode::NO_CONTENT;
         }
         match guard {
-            Some(guard) => tracked(response, guard),
+            Some(guard) => held_until_sent(response, guard),
             None => response,
         }
     }

@@ -1,5 +1,6 @@
 //! The POST requests whose answer is not yet sent, counted until their body is sent or
-//! dropped, so that a shutdown can wait for them.
+//! dropped, so that a shutdown can wait for them; and how a response's body holds what must
+//! last as long as it does.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -44,12 +45,12 @@ impl Drop for InFlightGuard {
     }
 }
 
-/// `response`, counted as in flight until its body is sent or dropped.
-pub(super) fn tracked(response: Response, guard: InFlightGuard) -> Response {
-    // The body holds the guard: it is dropped with the body, sent or not.
+/// `response`, whose body holds `held` (a place in flight, a place for a stream) until it is
+/// sent or dropped.
+pub(super) fn held_until_sent(response: Response, held: impl Send + Sync + 'static) -> Response {
     response.map(|body| {
         Body::new(body.map_frame(move |frame| {
-            let _held = &guard;
+            let _held = &held;
             frame
         }))
     })

@@ -22,6 +22,8 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 pub(super) struct Message {
     bytes: Bytes,
     value: Value,
+    /// See [`Message::readable`].
+    readable: bool,
 }
 
 impl Message {
@@ -31,7 +33,27 @@ impl Message {
         let bytes = read_body(body).await?;
         let value = serde_json::from_slice(&bytes)
             .map_err(|_| unreadable::parse_error("the body is not JSON"))?;
-        Ok(Self { bytes, value })
+        Ok(Self::parsed(bytes, value))
+    }
+
+    fn parsed(bytes: Bytes, value: Value) -> Self {
+        let readable = match &value {
+            Value::Object(object) => {
+                matches!(
+                    object.get("method"),
+                    None | Some(Value::Null | Value::String(_))
+                ) && matches!(
+                    object.get("params"),
+                    None | Some(Value::Null | Value::Object(_))
+                )
+            }
+            _ => false,
+        };
+        Self {
+            bytes,
+            value,
+            readable,
+        }
     }
 
     /// The body as it came, for rmcp.
@@ -48,18 +70,7 @@ impl Message {
     /// string and whose `params` (if any) an object. One it cannot is one whose scope it
     /// cannot tell either.
     pub(super) fn readable(&self) -> bool {
-        let Value::Object(object) = &self.value else {
-            return false;
-        };
-        let method_ok = matches!(
-            object.get("method"),
-            None | Some(Value::Null | Value::String(_))
-        );
-        let params_ok = matches!(
-            object.get("params"),
-            None | Some(Value::Null | Value::Object(_))
-        );
-        method_ok && params_ok
+        self.readable
     }
 
     /// The JSON-RPC method, if the message is readable and has one.
@@ -150,10 +161,10 @@ mod tests {
     use super::*;
 
     fn message(text: &str) -> Message {
-        Message {
-            bytes: Bytes::copy_from_slice(text.as_bytes()),
-            value: serde_json::from_str(text).unwrap(),
-        }
+        Message::parsed(
+            Bytes::copy_from_slice(text.as_bytes()),
+            serde_json::from_str(text).unwrap(),
+        )
     }
 
     #[test]

@@ -12,57 +12,61 @@ use super::message::Message;
 /// The header that names a request's method on the 2026-07-28 revision (SEP-2243).
 const MCP_METHOD_HEADER: &str = "mcp-method";
 
-/// The revision a request's headers name.
+/// The revision a request's headers name, read once: what the gate asks of it.
 pub(super) struct Revision {
-    /// `MCP-Protocol-Version`, when present and text.
-    header: Option<String>,
-    present: bool,
+    /// The header names the stateless revision (2026-07-28) or a later one.
+    stateless: bool,
+    /// The header names a revision from before SSE priming events, or is absent.
+    predates_priming: bool,
+}
+
+/// The revisions that have no SSE priming events.
+const BEFORE_PRIMING: [ProtocolVersion; 3] = [
+    ProtocolVersion::V_2024_11_05,
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2025_06_18,
+];
+
+fn predates_priming(version: &str) -> bool {
+    BEFORE_PRIMING.iter().any(|v| v.as_str() == version)
 }
 
 impl Revision {
     /// The revision `headers` name.
     pub(super) fn of(headers: &HeaderMap) -> Self {
         let value = headers.get("mcp-protocol-version");
+        let text = value.and_then(|v| v.to_str().ok());
         Self {
-            header: value.and_then(|v| v.to_str().ok()).map(str::to_owned),
-            present: value.is_some(),
+            // Revisions are dates, so text order is their order.
+            stateless: text.is_some_and(|v| v >= ProtocolVersion::V_2026_07_28.as_str()),
+            // 2025-03-26 and older send no such header; every later client does after
+            // `initialize`.
+            predates_priming: match value {
+                None => true,
+                Some(_) => text.is_some_and(predates_priming),
+            },
         }
     }
 
     /// Whether the request speaks the stateless revision (2026-07-28) or a later one.
-    /// Revisions are dates, so text order is their order.
     pub(super) fn is_stateless(&self) -> bool {
-        self.header
-            .as_deref()
-            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28.as_str())
+        self.stateless
     }
 
     /// Whether the request speaks a revision from before SSE priming events (see `priming`):
-    /// one naming such a revision, or none at all (2025-03-26 and older send no such header;
-    /// every later client does after `initialize`), or an `initialize` asking for one
-    /// (`requested`).
+    /// one its header names, or, for an `initialize`, the one it asks for (`requested`).
     pub(super) fn predates_priming(&self, requested: Option<&str>) -> bool {
-        let older = [
-            ProtocolVersion::V_2024_11_05,
-            ProtocolVersion::V_2025_03_26,
-            ProtocolVersion::V_2025_06_18,
-        ];
-        let is_older = |version: &str| older.iter().any(|v| v.as_str() == version);
-        if let Some(requested) = requested {
+        match requested {
             // rmcp answers an unknown revision with its newest, which has priming events.
-            return is_older(requested);
-        }
-        match (&self.header, self.present) {
-            (_, false) => true,
-            (Some(version), true) => is_older(version),
-            (None, true) => false,
+            Some(requested) => predates_priming(requested),
+            None => self.predates_priming,
         }
     }
 
     /// Whether a `DELETE` can name a session: not on the stateless revision, which has none
     /// (rmcp answers 405 there).
     pub(super) fn has_sessions(&self) -> bool {
-        !self.is_stateless()
+        !self.stateless
     }
 }
 

@@ -7,10 +7,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use axum::body::Body;
-use axum::response::Response;
-use http_body_util::BodyExt;
-
 use crate::identity::User;
 use crate::locks::lock;
 
@@ -72,16 +68,6 @@ impl Drop for StreamPlace {
             }
         }
     }
-}
-
-/// `response`, an event stream, holding `place` until its body is dropped.
-pub(super) fn holding(response: Response, place: StreamPlace) -> Response {
-    response.map(|body| {
-        Body::new(body.map_frame(move |frame| {
-            let _held = &place;
-            frame
-        }))
-    })
 }
 
 #[cfg(test)]
