@@ -23,6 +23,8 @@ mod locks;
 #[cfg(feature = "notes")]
 pub mod note;
 #[cfg(feature = "notes")]
+pub mod note_edit;
+#[cfg(feature = "notes")]
 pub mod store;
 pub mod text;
 #[cfg(any(feature = "auth", feature = "notes"))]

@@ -36,6 +36,8 @@ pub struct Note {
     pub created_at: String,
     /// When the note was last saved (RFC 3339, UTC).
     pub updated_at: String,
+    /// 1 when the note was made, one more at every change of it.
+    pub version: u64,
 }
 
 /// Derives a note id from a title.

@@ -26,11 +26,15 @@ pub fn notes_declarations() -> Declarations<Store> {
     declarations![
         tools::delete::delete,
         tools::echo::echo,
+        tools::edit::edit,
         tools::fetch::fetch,
+        tools::history::history,
+        tools::restore::restore,
         tools::search::search,
         tools::summarize::summarize,
         tools::summarize::summarize_and_save,
         tools::write::write,
+        resources::history::note_history,
         resources::index::notes_index,
         resources::note::note_resource,
         prompts::quick_capture::quick_capture,
@@ -73,7 +77,8 @@ impl App for NotesApp {
     fn instructions(&self) -> Option<String> {
         Some(
             "PKB is a personal knowledge base. Use `search` to find notes by words (it returns \
-             IDs and titles), `fetch` to read one, and `write` to save one."
+             IDs and titles), `fetch` to read one, `write` to save one and `edit` to change part of \
+             one. Every change is kept: `history` shows what changed and `restore` undoes it."
                 .into(),
         )
     }
@@ -113,9 +118,23 @@ impl App for NotesApp {
 pub trait NotesContext {
     /// The note store.
     fn store(&self) -> &Store;
+    /// Who the request's changes are recorded as made by: the client's `<name> <version>`,
+    /// or `unknown client`.
+    fn client_label(&self) -> String;
 }
 
 impl NotesContext for Context {
+    fn client_label(&self) -> String {
+        match self.client_info() {
+            Some(client) if !client.name.trim().is_empty() => {
+                format!("{} {}", client.name.trim(), client.version.trim())
+                    .trim_end()
+                    .to_owned()
+            }
+            _ => crate::store::UNKNOWN_CLIENT.to_owned(),
+        }
+    }
+
     fn store(&self) -> &Store {
         // Every PKB server is made with a `NotesApp`, whose state is the store: without one,
         // the handler's panic is answered as an internal error of the call.

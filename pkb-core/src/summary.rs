@@ -136,6 +136,7 @@ mod tests {
             body: body.into(),
             created_at: String::new(),
             updated_at: String::new(),
+            version: 1,
         }
     }
 

@@ -6,9 +6,21 @@ use pkb_core::Registry;
 use pkb_core::framework::args::{ArgSpec, validate_args};
 use serde_json::{Map, Value, json};
 
+/// The type a property declares; an optional one's (`["string", "null"]`) is its other type.
+fn declared_type(schema: &Value) -> Option<&str> {
+    match &schema["type"] {
+        Value::String(kind) => Some(kind),
+        Value::Array(kinds) => kinds
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|kind| *kind != "null"),
+        _ => None,
+    }
+}
+
 /// A value the schema of one property accepts, as small as its limits allow.
 fn valid_value(schema: &Value) -> Value {
-    match schema["type"].as_str() {
+    match declared_type(schema) {
         Some("string") => {
             json!("a".repeat(schema["minLength"].as_u64().unwrap_or(1).max(1) as usize))
         }
@@ -137,7 +149,7 @@ fn probe(tool: &str, schema: &Value, specs: &[ArgSpec]) {
         if property["items"].get("pattern").is_some() {
             assert_refuses(tool, specs, with(&base, name, json!(["line\nbreak"])), name);
         }
-        let wrong_type = match property["type"].as_str() {
+        let wrong_type = match declared_type(property) {
             Some("string") => json!(17),
             _ => json!("not the declared type"),
         };
@@ -203,9 +215,14 @@ fn every_tool_schema_matches_its_validation() {
         let schema = Value::Object((*tool.input_schema).clone());
         assert_rules_advertised(&tool.name, &schema, def.args);
         probe(&tool.name, &schema, def.args);
+        let output = tool
+            .output_schema
+            .as_ref()
+            .expect("every tool has an outputSchema");
+        assert_eq!(output.get("type"), Some(&json!("object")), "{}", tool.name);
         probed += 1;
     }
-    assert_eq!(probed, 7, "the contract's seven tools are registered");
+    assert_eq!(probed, 10, "the contract's ten tools are registered");
 }
 
 #[test]

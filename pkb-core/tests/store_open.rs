@@ -5,7 +5,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use pkb_core::store::sqlite::{DamageCheck, SqliteOptions};
-use pkb_core::store::{NoteDraft, PutMode, PutOutcome, Store, StoreError, sqlite};
+use pkb_core::store::{
+    ChangeKind, NoteDraft, PutMode, PutOutcome, Store, StoreError, VersionLookup, sqlite,
+};
 use sha2::{Digest, Sha256};
 
 fn sha256(path: &Path) -> String {
@@ -62,9 +64,18 @@ fn pkb_file(dir: &Path, n: usize) -> PathBuf {
     path
 }
 
+/// Takes a store back to how versions before 5 made it: no versions of notes kept.
+fn without_versions(conn: &rusqlite::Connection) {
+    conn.execute_batch(
+        "DROP TABLE note_versions; ALTER TABLE notes DROP COLUMN version; PRAGMA user_version = 4;",
+    )
+    .unwrap();
+}
+
 /// Takes a store's search index back to how versions before 4 made it, of the notes as
 /// stored, with the index `options` given, and the file to `version`.
 fn index_unfolded(conn: &rusqlite::Connection, options: &str, version: i64) {
+    without_versions(conn);
     conn.execute_batch(&format!(
         "DROP TABLE notes_fts; DROP VIEW notes_folded;
          CREATE VIRTUAL TABLE notes_fts USING fts5 (
@@ -390,7 +401,7 @@ fn refuses_a_store_from_a_newer_version() {
             err,
             StoreError::TooNew {
                 found: 9,
-                supported: 4,
+                supported: 5,
                 ..
             }
         ),
@@ -399,7 +410,7 @@ fn refuses_a_store_from_a_newer_version() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} was written by a newer PKB (schema version 9, this build reads up to 4)",
+            "{} was written by a newer PKB (schema version 9, this build reads up to 5)",
             path.display()
         )
     );
@@ -442,7 +453,7 @@ fn a_missing_file_is_created_with_its_folders() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(app_id, 0x504B_4231);
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     assert_eq!(mode, "wal");
 }
 
@@ -531,7 +542,7 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     let (notes, indexed): (i64, i64) = conn
         .query_row(
             "SELECT (SELECT notes FROM search_stats), (SELECT count(*) FROM note_terms)",
@@ -540,6 +551,49 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
         )
         .unwrap();
     assert_eq!((notes, indexed), (33, 33));
+}
+
+#[test]
+fn a_version_4_store_keeps_each_note_as_its_version_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 3);
+    let before = {
+        let store = sqlite::open(&path, true).unwrap();
+        block_on(store.put(draft("n1", "changed before versions"), PutMode::Replace)).unwrap();
+        let notes = block_on(store.list_with_bodies(None, 100)).unwrap();
+        drop(store);
+        // The previous release's file: the same notes, without their versions.
+        without_versions(&rusqlite::Connection::open(&path).unwrap());
+        notes
+    };
+    let store = sqlite::open(&path, true).unwrap();
+    block_on(async {
+        assert_eq!(store.count().await.unwrap(), 6, "no note lost or reseeded");
+        for old in &before {
+            let note = store.get(&old.id).await.unwrap().unwrap();
+            assert_eq!(note.version, 1, "{}", old.id);
+            assert_eq!((&note.title, &note.body), (&old.title, &old.body));
+            let history = store.history(&old.id, 10).await.unwrap().unwrap();
+            assert_eq!(history.len(), 1);
+            assert_eq!(history[0].version, 1);
+            assert_eq!(history[0].change, ChangeKind::Created);
+            assert_eq!(history[0].by, "unknown client");
+            assert_eq!(history[0].at, old.updated_at);
+            let VersionLookup::Found(first) = store.version(&old.id, 1).await.unwrap() else {
+                panic!("version 1 of {}", old.id);
+            };
+            assert_eq!(first.note, note, "version 1 is the note as it was");
+        }
+        let replaced = store
+            .put(draft("n1", "after the upgrade"), PutMode::Replace)
+            .await
+            .unwrap();
+        assert!(matches!(replaced, PutOutcome::Replaced(ref n) if n.version == 2));
+        store.verify().await.unwrap();
+    });
+    drop(store);
+    let (version, _) = version_and_index(&path);
+    assert_eq!(version, 5);
 }
 
 #[test]
@@ -565,7 +619,7 @@ fn a_version_2_store_gets_the_prefix_index_and_its_notes_stay_searchable() {
     });
     drop(store);
     let (version, sql) = version_and_index(&path);
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     assert!(sql.contains("prefix = '2 3'"), "{sql}");
 }
 
@@ -605,7 +659,7 @@ fn a_version_3_store_is_indexed_folded_and_finds_what_its_notes_read_as() {
     });
     drop(store);
     let (version, sql) = version_and_index(&path);
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     assert!(sql.contains("content = 'notes_folded'"), "{sql}");
 }
 

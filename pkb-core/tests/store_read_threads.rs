@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use pkb_core::store::sqlite::NoteBackend;
 use pkb_core::store::{
-    NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome, SearchHit, StoreError, sqlite,
+    NoteDates, NoteDraft, NoteSummary, Provenance, PutMode, PutOutcome, SearchHit, StoreError,
+    sqlite,
 };
 
 /// A backend whose `get("boom")` panics, whose `search` waits until the gate opens, and which
@@ -31,17 +32,18 @@ impl NoteBackend for Scripted {
         self.reads.fetch_add(1, Ordering::SeqCst);
         Ok(None)
     }
-    fn put(&self, _: NoteDraft, _: PutMode) -> Result<PutOutcome, StoreError> {
+    fn put(&self, _: NoteDraft, _: PutMode, _: &Provenance) -> Result<PutOutcome, StoreError> {
         Ok(PutOutcome::Exists)
     }
     fn put_dated(
         &self,
         _: Vec<(NoteDraft, NoteDates)>,
         _: PutMode,
+        _: &Provenance,
     ) -> Result<Vec<PutOutcome>, StoreError> {
         Ok(Vec::new())
     }
-    fn delete(&self, _: &str) -> Result<bool, StoreError> {
+    fn delete(&self, _: &str, _: &str) -> Result<bool, StoreError> {
         Ok(false)
     }
     fn list(&self, _: Option<&str>, _: usize) -> Result<Vec<NoteSummary>, StoreError> {

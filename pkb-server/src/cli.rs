@@ -4,9 +4,10 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use pkb_core::store::{Store, StoreError};
+use pkb_core::store::{Purged, Store, StoreError};
 use pkb_core::{Catalog, Context};
 use rmcp::model::ContentBlock;
 use serde_json::Value;
@@ -175,6 +176,28 @@ pub enum Command {
     /// Make, list or revoke the bearer tokens of --auth tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Look after the notes' history: every version of every note, which is kept until
+    /// removed here.
+    #[command(subcommand)]
+    History(HistoryCommand),
+    /// Erase a note and every version of it for good, printing what was removed. The only
+    /// way to: `delete` keeps a note in its history, from which `restore` brings it back.
+    Purge {
+        /// The note's ID.
+        id: String,
+    },
+}
+
+/// `pkb-server history ...`.
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// Drop the versions made more than DAYS days ago, except each note's newest (its current
+    /// state, or a deleted note's last, so that it can still be restored).
+    Prune {
+        /// How many days of history to keep.
+        #[arg(long, value_name = "DAYS")]
+        older_than: u32,
+    },
 }
 
 /// `pkb-server token ...`: the tokens live in the data directory, as hashes only.
@@ -347,6 +370,40 @@ pub async fn reindex(store: &Store) -> ExitCode {
             "reindexed {notes} notes; the store checks sound\n"
         )),
         Err(error) => store_error_out(&format!("reindexed, but the check failed: {error}"), &error),
+    }
+}
+
+/// `pkb-server history prune --older-than DAYS`.
+pub async fn prune_history(store: &Store, days: u32) -> ExitCode {
+    let older_than = Duration::from_secs(u64::from(days) * 24 * 60 * 60);
+    match store.prune_versions(older_than).await {
+        Ok(dropped) => print_out(&format!(
+            "pruned {dropped} versions made more than {days} days ago; each note's newest version stays\n"
+        )),
+        Err(error) => store_error_out(&error.to_string(), &error),
+    }
+}
+
+/// `pkb-server purge ID`.
+pub async fn purge(store: &Store, id: &str) -> ExitCode {
+    let id = id.trim();
+    match store.purge(id).await {
+        Ok(Purged {
+            note: false,
+            versions: 0,
+        }) => error_out(&format!("No note found with ID: {id}")),
+        Ok(purged) => {
+            let note = if purged.note {
+                format!("the note {id}")
+            } else {
+                format!("the deleted note {id}")
+            };
+            print_out(&format!(
+                "purged {note} and its {} versions; nothing of it is left\n",
+                purged.versions
+            ))
+        }
+        Err(error) => store_error_out(&error.to_string(), &error),
     }
 }
 

@@ -26,9 +26,10 @@ use pkb_core::transport::{InlineToolCalls, LineTransport};
 use pkb_core::vault::ImportOptions;
 use pkb_core::{Context, McpServer, NOTES_SCOPES, NotesApp, Registry, User, notes_declarations};
 use rmcp::ServiceExt;
+use rmcp::model::Implementation;
 use tracing_subscriber::EnvFilter;
 
-use cli::{AuthMode, Cli, Command, Database};
+use cli::{AuthMode, Cli, Command, Database, HistoryCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -141,7 +142,9 @@ async fn run(cli: Cli) -> ExitCode {
     };
     match cli.command {
         Some(Command::Call { tool, arguments }) => {
-            cli::call(&registry, Context::detached(store), &tool, &arguments).await
+            let terminal = Implementation::new(TERMINAL_CLIENT, env!("CARGO_PKG_VERSION"));
+            let context = Context::detached(store).with_client_info(Some(terminal));
+            cli::call(&registry, context, &tool, &arguments).await
         }
         Some(Command::Check) => cli::check(&store).await,
         Some(Command::Reindex) => cli::reindex(&store).await,
@@ -157,6 +160,10 @@ async fn run(cli: Cli) -> ExitCode {
             vault_commands::import(&store, &registry, &dir, options).await
         }
         Some(Command::Export { dir }) => vault_commands::export(&store, &dir).await,
+        Some(Command::History(HistoryCommand::Prune { older_than })) => {
+            cli::prune_history(&store, older_than).await
+        }
+        Some(Command::Purge { id }) => cli::purge(&store, &id).await,
         Some(Command::Tools | Command::Token(_)) => unreachable!("handled above"),
         None => {
             let round_states = match round_states(&cli) {
@@ -213,7 +220,13 @@ async fn open_store(cli: &Cli) -> Result<(Store, Option<Arc<PgDatabase>>), Strin
     });
     let maintenance = matches!(
         cli.command,
-        Some(Command::Check | Command::Reindex | Command::Export { .. })
+        Some(
+            Command::Check
+                | Command::Reindex
+                | Command::Export { .. }
+                | Command::History(_)
+                | Command::Purge { .. }
+        )
     );
     let path = match (&user, cli.db()) {
         (_, Some(Database::Postgres(url))) => {
@@ -422,6 +435,9 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
 /// How long the store must go without a request to this server before its search index is
 /// merged: long enough that a burst of requests is not slowed by it.
 const INDEX_MERGE_QUIET: Duration = Duration::from_secs(2);
+
+/// The client `pkb-server call` is, as the history records its changes.
+const TERMINAL_CLIENT: &str = "pkb-server call";
 
 async fn serve(server: McpServer) -> ExitCode {
     // Listen before the first byte is read: a signal that arrives while the client is still

@@ -16,6 +16,9 @@ use crate::cli::{error_out, print_out};
 /// Without a terminal, progress is a plain line every this many files.
 const PLAIN_PROGRESS_EVERY: usize = 1_000;
 
+/// Who an import's versions are recorded as made by.
+const IMPORTED_BY: &str = "pkb-server import";
+
 /// `pkb-server import DIR [--overwrite] [--links-outside]`.
 pub async fn import(
     store: &Store,
@@ -24,7 +27,8 @@ pub async fn import(
     options: ImportOptions,
 ) -> ExitCode {
     let mut progress = Progress::new("import", "files");
-    let outcome = import_dir(store, registry, dir, options, |done, total| {
+    let store = store.changed_by(IMPORTED_BY);
+    let outcome = import_dir(&store, registry, dir, options, |done, total| {
         progress.show(done, total);
     })
     .await;

@@ -503,13 +503,19 @@ async fn listings_match_the_golden_file() {
     assert_eq!(hints("summarize"), (t, f, f, f));
     assert_eq!(hints("summarize_and_save"), (f, t, f, f));
     assert_eq!(hints("delete"), (f, t, t, f));
+    assert_eq!(hints("edit"), (f, t, f, f));
+    assert_eq!(hints("history"), (t, f, t, f));
+    assert_eq!(hints("restore"), (f, t, f, f));
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
         [
             "delete",
             "echo",
+            "edit",
             "fetch",
+            "history",
+            "restore",
             "search",
             "summarize",
             "summarize_and_save",

@@ -154,10 +154,17 @@ every_revision! {
 async fn templates_are_listed() {
     let client = connect_memory().await;
     let templates = client.list_resource_templates(None).await.unwrap();
-    assert_eq!(templates.resource_templates.len(), 1);
+    let listed: Vec<(&str, Option<&str>)> = templates
+        .resource_templates
+        .iter()
+        .map(|t| (t.uri_template.as_str(), t.mime_type.as_deref()))
+        .collect();
     assert_eq!(
-        templates.resource_templates[0].uri_template,
-        "pkb://notes/{id}"
+        listed,
+        [
+            ("pkb://notes/{id}", Some("text/markdown")),
+            ("pkb://notes/{id}/history", Some("application/json")),
+        ]
     );
     client.cancel().await.unwrap();
 }

@@ -222,7 +222,7 @@ async fn write_creates_conflicts_and_replaces() {
     assert_eq!(text(&created), "saved: cafe-notes");
     assert_eq!(
         structured(&created),
-        json!({"id": "cafe-notes", "title": "Café Notes", "created": true})
+        json!({"id": "cafe-notes", "title": "Café Notes", "created": true, "version": 1})
             .as_object()
             .unwrap()
             .clone()
@@ -250,8 +250,10 @@ async fn write_creates_conflicts_and_replaces() {
     )
     .await;
     assert_eq!(structured(&replaced)["created"], false);
+    assert_eq!(structured(&replaced)["version"], 2);
     let after = structured(&call(&client, "fetch", json!({"id": "cafe-notes"})).await);
     assert_eq!(after["note"]["body"], "new");
+    assert_eq!(after["note"]["version"], 2);
     assert_eq!(after["note"]["created_at"], fetched["note"]["created_at"]);
     client.cancel().await.unwrap();
 }

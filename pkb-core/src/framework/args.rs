@@ -341,7 +341,7 @@ fn describe_type(schema: &Value, depth: usize) -> String {
     }
 }
 
-fn plural(count: usize, noun: &str) -> String {
+pub(crate) fn plural(count: usize, noun: &str) -> String {
     if count == 1 {
         format!("1 {noun}")
     } else {
@@ -349,7 +349,7 @@ fn plural(count: usize, noun: &str) -> String {
     }
 }
 
-fn number_text(n: f64) -> String {
+pub(crate) fn number_text(n: f64) -> String {
     if n.fract() == 0.0 && n.abs() < 1e15 {
         format!("{}", n as i64)
     } else {

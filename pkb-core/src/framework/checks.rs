@@ -21,6 +21,7 @@ impl<T: DeserializeOwned + JsonSchema + Send + 'static> ToolArgument for T {}
 )]
 pub trait HasLength {}
 impl HasLength for String {}
+impl<T: HasLength> HasLength for Option<T> {}
 
 /// Text, or lists of it, that can be held to one line.
 #[diagnostic::on_unimplemented(
@@ -30,6 +31,7 @@ impl HasLength for String {}
 pub trait HasLines {}
 impl HasLines for String {}
 impl HasLines for Vec<String> {}
+impl<T: HasLines> HasLines for Option<T> {}
 
 /// Types that can be trimmed.
 #[diagnostic::on_unimplemented(
@@ -39,6 +41,7 @@ impl HasLines for Vec<String> {}
 pub trait Trimmable {}
 impl Trimmable for String {}
 impl Trimmable for Vec<String> {}
+impl<T: Trimmable> Trimmable for Option<T> {}
 
 /// List types.
 #[diagnostic::on_unimplemented(
@@ -48,6 +51,7 @@ impl Trimmable for Vec<String> {}
 )]
 pub trait HasItems {}
 impl<T> HasItems for Vec<T> {}
+impl<T: HasItems> HasItems for Option<T> {}
 
 /// Lists of strings.
 #[diagnostic::on_unimplemented(
@@ -56,6 +60,7 @@ impl<T> HasItems for Vec<T> {}
 )]
 pub trait HasStringItems {}
 impl HasStringItems for Vec<String> {}
+impl<T: HasStringItems> HasStringItems for Option<T> {}
 
 /// Number types.
 #[diagnostic::on_unimplemented(
@@ -68,6 +73,8 @@ macro_rules! numbers {
     ($($t:ty),*) => { $(impl IsNumber for $t {})* };
 }
 numbers!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
+// An optional argument's rules hold when it is given; `null` and absence are left alone.
+impl<T: IsNumber> IsNumber for Option<T> {}
 
 /// Types an HTTP header can carry: strings, integers and booleans (SEP-2243).
 #[diagnostic::on_unimplemented(

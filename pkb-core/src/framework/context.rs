@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     ClientResult, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationSchema, InputRequest,
-    ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationSchema, Implementation,
+    InputRequest, ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
     ProgressNotificationParam, ProgressToken, ResourceUpdatedNotificationParam, ServerRequest,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
@@ -65,6 +65,9 @@ pub struct Context {
     progress_token: Option<ProgressToken>,
     /// The `logger` of the log messages handlers send: the server's name.
     logger: Arc<str>,
+    /// The client the request itself named (`_meta`, as 2026-07-28 carries it), over the
+    /// one its session's `initialize` named.
+    request_client: Option<Implementation>,
 }
 
 /// Per-connection state shared by every request of one client: its resource subscriptions and
@@ -242,7 +245,25 @@ impl Context {
             stateless: false,
             progress_token: None,
             logger: Arc::from("mcp"),
+            request_client: None,
         }
+    }
+
+    /// The same context for a request that named its client itself (`_meta`).
+    pub fn with_client_info(mut self, client: Option<Implementation>) -> Self {
+        self.request_client = client;
+        self
+    }
+
+    /// The client that made the request, as it named itself: in the request (2026-07-28),
+    /// else at its session's `initialize`; `None` when it gave no name.
+    pub fn client_info(&self) -> Option<Implementation> {
+        self.request_client.clone().or_else(|| {
+            self.peer
+                .as_ref()?
+                .peer_info()
+                .map(|info| info.client_info.clone())
+        })
     }
 
     /// The same context, sending progress notifications under `token` (the request's

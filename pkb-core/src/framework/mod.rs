@@ -14,6 +14,7 @@ pub mod prompt;
 pub mod registry;
 pub mod resource;
 pub mod schema;
+mod schema_violations;
 pub mod server;
 pub mod state;
 pub mod tool;

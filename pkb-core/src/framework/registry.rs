@@ -15,13 +15,13 @@ use rmcp::model::{
 };
 use serde_json::Value;
 
-use super::args::InvalidArguments;
 use super::completion::{Completion, CompletionTarget, MAX_COMPLETIONS};
 use super::context::Context;
 use super::declarations::{Declaration, Declarations};
 use super::prompt::{PromptDef, PromptError};
 use super::resource::{ResourceBody, ResourceDef, ResourceError};
 use super::schema::{extend_schema, input_schema};
+use super::schema_violations::schema_violations;
 use super::state::state_type;
 use super::tool::{ToolDef, ToolReply, tool_error, tool_invalid};
 
@@ -65,7 +65,13 @@ pub enum RegistryError {
 struct RegisteredTool {
     def: &'static ToolDef,
     tool: Tool,
-    schema_rules: Option<jsonschema::Validator>,
+    schema_rules: Option<SchemaRules>,
+}
+
+/// A tool's whole input schema, compiled, for the rules its extension adds.
+struct SchemaRules {
+    validator: jsonschema::Validator,
+    schema: Value,
 }
 
 /// The tools, resources and prompts a server serves, for an application whose state is `S`
@@ -200,7 +206,12 @@ impl Catalog {
         let registered = self.tools.get(name)?;
         let def = registered.def;
         if let Some(rules) = &registered.schema_rules
-            && let Err(invalid) = schema_violations(rules, arguments.as_ref())
+            && let Err(invalid) = schema_violations(
+                &rules.validator,
+                &rules.schema,
+                def.args,
+                arguments.as_ref(),
+            )
         {
             return Some(tool_invalid(invalid));
         }
@@ -360,9 +371,10 @@ fn register_tool(def: &'static ToolDef) -> Result<RegisteredTool, RegistryError>
         None => (derived, None),
         Some(extension) => {
             let extended = extend_schema(&derived, extension()).map_err(unusable)?;
-            let rules = jsonschema::draft202012::new(&Value::Object(extended.clone()))
+            let schema = Value::Object(extended.clone());
+            let validator = jsonschema::draft202012::new(&schema)
                 .map_err(|error| unusable(error.to_string()))?;
-            (Arc::new(extended), Some(rules))
+            (Arc::new(extended), Some(SchemaRules { validator, schema }))
         }
     };
     Ok(RegisteredTool {
@@ -370,30 +382,6 @@ fn register_tool(def: &'static ToolDef) -> Result<RegisteredTool, RegistryError>
         tool: describe_tool(def, schema),
         schema_rules,
     })
-}
-
-/// Every way `arguments` break the whole input schema of a tool with an extension, named by
-/// where they are (`address.city`, or `arguments` for the call as a whole). The messages do
-/// not quote the values.
-fn schema_violations(
-    rules: &jsonschema::Validator,
-    arguments: Option<&JsonObject>,
-) -> Result<(), InvalidArguments> {
-    let instance = Value::Object(arguments.cloned().unwrap_or_default());
-    let mut invalid = InvalidArguments::default();
-    for error in rules.iter_errors(&instance) {
-        let path = error.instance_path().to_string();
-        let field = match path.trim_start_matches('/') {
-            "" => "arguments".to_owned(),
-            inner => inner.replace('/', "."),
-        };
-        invalid.push(field, error.masked().to_string());
-    }
-    if invalid.problems().is_empty() {
-        Ok(())
-    } else {
-        Err(invalid)
-    }
 }
 
 fn describe_tool(def: &ToolDef, input_schema: Arc<JsonObject>) -> Tool {
@@ -426,7 +414,10 @@ mod tests {
             [
                 "delete",
                 "echo",
+                "edit",
                 "fetch",
+                "history",
+                "restore",
                 "search",
                 "summarize",
                 "summarize_and_save",
@@ -437,7 +428,7 @@ mod tests {
             .resource_templates()
             .map(|t| t.uri_template)
             .collect();
-        assert_eq!(templates, ["pkb://notes/{id}"]);
+        assert_eq!(templates, ["pkb://notes/{id}", "pkb://notes/{id}/history"]);
         let fixed: Vec<String> = registry.static_resources().map(|r| r.uri).collect();
         assert_eq!(fixed, ["pkb://notes"]);
         let prompts: Vec<String> = registry.prompts().map(|p| p.name).collect();

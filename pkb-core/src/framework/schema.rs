@@ -27,7 +27,12 @@ pub fn input_schema(specs: &[ArgSpec]) -> Arc<JsonObject> {
             property.insert("x-mcp-header".into(), json!(header));
         }
         let rules = &spec.rules;
-        let list = property.get("type") == Some(&json!("array"));
+        // An optional list is `["array", "null"]`.
+        let list = match property.get("type") {
+            Some(Value::String(kind)) => kind == "array",
+            Some(Value::Array(kinds)) => kinds.contains(&json!("array")),
+            _ => false,
+        };
         let mut set = |key: &str, value: Option<Value>| {
             if let Some(value) = value {
                 property.insert(key.into(), value);

@@ -186,7 +186,8 @@ impl McpServer {
         .with_progress_token(request.meta.get_progress_token())
         .with_elicitation(elicitation)
         .with_roots(roots)
-        .with_logger(Arc::clone(&self.logger));
+        .with_logger(Arc::clone(&self.logger))
+        .with_client_info(request.meta.client_info());
         let user = self.user_of(request)?;
         context = context.with_changes(Arc::clone(&self.changes), Arc::clone(user.storage_key()));
         if is_stateless(request) {

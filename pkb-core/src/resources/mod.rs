@@ -1,5 +1,7 @@
-//! The note resources: the index `pkb://notes` and each note at `pkb://notes/{id}`.
+//! The note resources: the index `pkb://notes`, each note at `pkb://notes/{id}`, and each
+//! note's history at `pkb://notes/{id}/history`.
 
+pub mod history;
 pub mod index;
 pub mod note;
 

@@ -4,29 +4,56 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome, SearchHit, StoreError};
+use super::{
+    NoteDates, NoteDraft, NoteSummary, Provenance, Purged, PutMode, PutOutcome, RecentChange,
+    SearchHit, StoreError, VersionLookup, VersionSummary,
+};
 use crate::note::Note;
 
 /// An async storage engine behind [`super::Store`]: one user's notes.
 ///
-/// Inputs have been validated and normalised by [`super::Store`]. An engine must not block
+/// Inputs have been validated and normalised by [`super::Store`]. Every change of a note is
+/// kept as a version, recorded in the change's own transaction with its [`Provenance`]. An engine must not block
 /// the runtime's threads: one over a blocking library runs its calls on threads of its own
 /// ([`super::sqlite::NoteBackend`] and [`super::sqlite::from_backend`] do that for SQLite).
 #[async_trait]
 pub trait NoteEngine: Send + Sync {
     /// The note with this exact id.
     async fn get(&self, id: &str) -> Result<Option<Note>, StoreError>;
-    /// Saves one note atomically.
-    async fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError>;
+    /// Saves one note atomically, with its new version.
+    async fn put(
+        &self,
+        draft: NoteDraft,
+        mode: PutMode,
+        provenance: &Provenance,
+    ) -> Result<PutOutcome, StoreError>;
     /// Saves several notes with the dates they bring, in one atomic transaction; outcomes in
     /// the order given. Dates reaching it are in the store's own RFC 3339 form.
     async fn put_dated(
         &self,
         notes: Vec<(NoteDraft, NoteDates)>,
         mode: PutMode,
+        provenance: &Provenance,
     ) -> Result<Vec<PutOutcome>, StoreError>;
-    /// Deletes a note; whether it existed.
-    async fn delete(&self, id: &str) -> Result<bool, StoreError>;
+    /// Deletes a note, keeping it as a `deleted` version made `by` that client; whether it
+    /// existed.
+    async fn delete(&self, id: &str, by: &str) -> Result<bool, StoreError>;
+    /// The versions of the note with this id, newest first, at most `limit`; `None` when no
+    /// note ever had the id.
+    async fn history(
+        &self,
+        id: &str,
+        limit: usize,
+    ) -> Result<Option<Vec<VersionSummary>>, StoreError>;
+    /// The latest changes across every note, newest first, at most `limit`.
+    async fn recent_changes(&self, limit: usize) -> Result<Vec<RecentChange>, StoreError>;
+    /// One version of a note, whole.
+    async fn version(&self, id: &str, version: u64) -> Result<VersionLookup, StoreError>;
+    /// Drops every version made before `before` (RFC 3339, the store's form), except each
+    /// note's newest; how many were dropped.
+    async fn prune_versions(&self, before: &str) -> Result<u64, StoreError>;
+    /// Erases a note and all its versions for good.
+    async fn purge(&self, id: &str) -> Result<Purged, StoreError>;
     /// Up to `limit` notes with ids greater than `after`, sorted by id (bytewise).
     async fn list(&self, after: Option<&str>, limit: usize)
     -> Result<Vec<NoteSummary>, StoreError>;

@@ -7,6 +7,7 @@
 //! options; nothing here knows either.
 
 mod engine;
+mod history;
 pub mod per_user;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -15,7 +16,11 @@ mod seed;
 pub mod sqlite;
 
 pub use engine::NoteEngine;
-pub use seed::SEED_NOTES;
+pub use history::{
+    ChangeKind, NoteVersion, Provenance, Purged, RecentChange, UNKNOWN_CLIENT, VersionLookup,
+    VersionSummary,
+};
+pub use seed::{SEED_NOTES, SEEDED_BY};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,6 +32,7 @@ use crate::note::{
     BODY_MAX_CHARS, Note, TAG_MAX_CHARS, TAGS_MAX, TITLE_MAX_CHARS, canonical_timestamp, derive_id,
     is_valid_id, normalize_tag, normalize_tags,
 };
+use crate::note_edit::{EditRefusal, NoteEdit};
 
 /// A boxed error from the backend, kept as the `source` of a [`StoreError`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -201,6 +207,10 @@ pub enum PutMode {
     /// answer [`PutOutcome::Exists`]. Decided in the write's own transaction, so a note written
     /// meanwhile under the same id is never replaced by mistake.
     ReplaceTagged(&'static str),
+    /// Replace as [`PutMode::Replace`] only the note at this version: another version
+    /// answers [`PutOutcome::Stale`], a missing note [`PutOutcome::Missing`]. Decided in the
+    /// write's own transaction, so no change made meanwhile is lost.
+    ReplaceAtVersion(u64),
 }
 
 /// The result of [`Store::put`].
@@ -212,6 +222,52 @@ pub enum PutOutcome {
     Replaced(Note),
     /// The id exists and the mode left it alone; nothing changed.
     Exists,
+    /// [`PutMode::ReplaceAtVersion`] found the note at another version; nothing changed.
+    Stale {
+        /// The version the note is at.
+        current: u64,
+    },
+    /// [`PutMode::ReplaceAtVersion`] found no note; nothing changed.
+    Missing,
+}
+
+/// The result of [`Store::edit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EditOutcome {
+    /// The note as the edit left it.
+    Edited {
+        /// The note, at its new version.
+        note: Note,
+        /// Whether its title changed (the list of notes shows titles).
+        title_changed: bool,
+    },
+    /// No note has this id.
+    NotFound,
+    /// The note is at another version than the one expected.
+    Stale {
+        /// The version it is at.
+        current: u64,
+    },
+    /// The edit cannot be made to this note; nothing changed.
+    Refused(EditRefusal),
+}
+
+/// The result of [`Store::restore`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RestoreOutcome {
+    /// The version is the note's current state again.
+    Restored {
+        /// The note, at its new version.
+        note: Note,
+        /// The version it was restored from.
+        from: u64,
+        /// Whether the note had been deleted (it is back in the list).
+        created: bool,
+    },
+    /// The note never had that version, or it was pruned.
+    NoSuchVersion,
+    /// No note ever had the id.
+    NoSuchNote,
 }
 
 /// A note without its body, as listed.
@@ -241,9 +297,13 @@ pub struct SearchHit {
 }
 
 /// An async handle on the note store. Clones share one engine.
+///
+/// Every change made through a handle is kept as a version recorded as made by the handle's
+/// client ([`Store::changed_by`]; [`UNKNOWN_CLIENT`] until one is named).
 #[derive(Clone)]
 pub struct Store {
     engine: Arc<dyn NoteEngine>,
+    by: Arc<str>,
 }
 
 /// Bounds the work one call can ask for, whatever the caller passes.
@@ -264,7 +324,24 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// A store over an async engine, such as [`postgres`]'s.
     pub fn from_engine(engine: Arc<dyn NoteEngine>) -> Store {
-        Store { engine }
+        Store {
+            engine,
+            by: Arc::from(UNKNOWN_CLIENT),
+        }
+    }
+
+    /// A handle on the same store whose changes are recorded as made by `by`: a client's
+    /// `<name> <version>`, or `pkb-server import`.
+    pub fn changed_by(&self, by: impl Into<Arc<str>>) -> Store {
+        Store {
+            engine: Arc::clone(&self.engine),
+            by: by.into(),
+        }
+    }
+
+    /// Who this handle's changes are recorded as made by.
+    pub fn changes_by(&self) -> &str {
+        &self.by
     }
 
     /// The default file: `$XDG_DATA_HOME/pkb/pkb.db`, else `$HOME/.local/share/pkb/pkb.db`.
@@ -295,7 +372,9 @@ impl Store {
     /// set to now. An answered put is on disk.
     pub async fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
         let draft = validate(draft)?;
-        self.engine.put(draft, mode).await
+        self.engine
+            .put(draft, mode, &Provenance::write(Arc::clone(&self.by)))
+            .await
     }
 
     /// Saves several notes in one transaction: all or none. Outcomes follow the drafts' order.
@@ -312,11 +391,18 @@ impl Store {
             .map(validate)
             .collect::<Result<Vec<_>, _>>()?;
         let undated = drafts.into_iter().map(|d| (d, NoteDates::default()));
-        self.engine.put_dated(undated.collect(), mode).await
+        self.engine
+            .put_dated(
+                undated.collect(),
+                mode,
+                &Provenance::write(Arc::clone(&self.by)),
+            )
+            .await
     }
 
     /// Saves several notes, each with the dates it brings, in one transaction: all or none.
-    /// What an import uses, so that an exported store comes back with its history.
+    /// What an import uses, so that an exported store comes back with its dates; each version
+    /// is recorded as `imported`.
     ///
     /// Dates are read with [`canonical_timestamp`] and stored in its form; a date it cannot
     /// read, or an `updated_at` before the `created_at`, is refused with
@@ -330,12 +416,142 @@ impl Store {
             .into_iter()
             .map(|(draft, dates)| Ok((validate(draft)?, validate_dates(dates)?)))
             .collect::<Result<Vec<_>, StoreError>>()?;
-        self.engine.put_dated(notes, mode).await
+        let imported = Provenance::recorded_as(Arc::clone(&self.by), ChangeKind::Imported);
+        self.engine.put_dated(notes, mode, &imported).await
     }
 
-    /// Deletes a note; whether it existed.
+    /// Deletes a note, keeping it in its history as a `deleted` version; whether it existed.
     pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
-        self.engine.delete(id).await
+        self.engine.delete(id, &self.by).await
+    }
+
+    /// Changes part of a note (see [`NoteEdit`]) as one new version, `edited`.
+    ///
+    /// With `expect_version`, only a note at that version is changed. Without, an edit that
+    /// meets a change made meanwhile is applied again to the newer note, so neither change is
+    /// lost. Nothing changes on any refusal.
+    pub async fn edit(
+        &self,
+        id: &str,
+        edit: &NoteEdit,
+        expect_version: Option<u64>,
+    ) -> Result<EditOutcome, StoreError> {
+        let edited = Provenance::recorded_as(Arc::clone(&self.by), ChangeKind::Edited);
+        // Each try loses only to a change committed meanwhile; a note changed faster than this
+        // for so long is left as it is.
+        const TRIES: usize = 64;
+        for _ in 0..TRIES {
+            let Some(note) = self.get(id).await? else {
+                return Ok(EditOutcome::NotFound);
+            };
+            if let Some(expected) = expect_version
+                && expected != note.version
+            {
+                return Ok(EditOutcome::Stale {
+                    current: note.version,
+                });
+            }
+            let draft = match edit.apply_to(&note) {
+                Ok(draft) => validate(draft)?,
+                Err(refusal) => return Ok(EditOutcome::Refused(refusal)),
+            };
+            let title_changed = draft.title != note.title;
+            match self
+                .engine
+                .put(draft, PutMode::ReplaceAtVersion(note.version), &edited)
+                .await?
+            {
+                PutOutcome::Replaced(note) => {
+                    return Ok(EditOutcome::Edited {
+                        note,
+                        title_changed,
+                    });
+                }
+                PutOutcome::Missing => return Ok(EditOutcome::NotFound),
+                PutOutcome::Stale { current } if expect_version.is_some() => {
+                    return Ok(EditOutcome::Stale { current });
+                }
+                _ => continue,
+            }
+        }
+        Err(StoreError::Backend {
+            context: format!("cannot edit {id}"),
+            source: format!("other clients changed it {TRIES} times while the edit was made; nothing was changed: try again").into(),
+        })
+    }
+
+    /// The versions of a note, newest first, at most `limit`; also of a deleted note. `None`
+    /// when no note ever had this id.
+    pub async fn history(
+        &self,
+        id: &str,
+        limit: usize,
+    ) -> Result<Option<Vec<VersionSummary>>, StoreError> {
+        self.engine.history(id, limit).await
+    }
+
+    /// The latest changes across every note, newest first, at most `limit`.
+    pub async fn recent_changes(&self, limit: usize) -> Result<Vec<RecentChange>, StoreError> {
+        self.engine.recent_changes(limit).await
+    }
+
+    /// One version of a note, whole; also of a deleted note.
+    pub async fn version(&self, id: &str, version: u64) -> Result<VersionLookup, StoreError> {
+        self.engine.version(id, version).await
+    }
+
+    /// Makes a version's title, tags and body the note's current state again, as a new
+    /// version (`restored`); a deleted note comes back, with the date it was first made.
+    pub async fn restore(&self, id: &str, version: u64) -> Result<RestoreOutcome, StoreError> {
+        let old = match self.engine.version(id, version).await? {
+            VersionLookup::Found(old) => old.note,
+            VersionLookup::NoSuchVersion => return Ok(RestoreOutcome::NoSuchVersion),
+            VersionLookup::NoSuchNote => return Ok(RestoreOutcome::NoSuchNote),
+        };
+        let draft = validate(NoteDraft {
+            id: old.id,
+            title: old.title,
+            tags: old.tags,
+            body: old.body,
+        })?;
+        let dates = NoteDates {
+            created_at: Some(old.created_at),
+            updated_at: None,
+        };
+        let restored = Provenance::recorded_as(Arc::clone(&self.by), ChangeKind::Restored);
+        let outcome = self
+            .engine
+            .put_dated(vec![(draft, dates)], PutMode::Replace, &restored)
+            .await?;
+        match outcome.into_iter().next() {
+            Some(PutOutcome::Created(note)) => Ok(RestoreOutcome::Restored {
+                note,
+                from: version,
+                created: true,
+            }),
+            Some(PutOutcome::Replaced(note)) => Ok(RestoreOutcome::Restored {
+                note,
+                from: version,
+                created: false,
+            }),
+            _ => Err(StoreError::Unavailable(
+                "the store answered a restore with no note".to_owned(),
+            )),
+        }
+    }
+
+    /// Drops the versions made more than `older_than` ago, except each note's newest (its
+    /// current state, or a deleted note's last); how many were dropped. For the terminal.
+    pub async fn prune_versions(&self, older_than: Duration) -> Result<u64, StoreError> {
+        let cutoff = time::OffsetDateTime::now_utc()
+            - time::Duration::try_from(older_than).unwrap_or(time::Duration::MAX);
+        let before = crate::timestamp::format_rfc3339(cutoff.max(time::OffsetDateTime::UNIX_EPOCH));
+        self.engine.prune_versions(&before).await
+    }
+
+    /// Erases a note and every version of it for good: the only way to. For the terminal.
+    pub async fn purge(&self, id: &str) -> Result<Purged, StoreError> {
+        self.engine.purge(id).await
     }
 
     /// Up to `limit` notes with ids greater than `after`, sorted by id (keyset paging: pass the

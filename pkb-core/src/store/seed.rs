@@ -21,3 +21,6 @@ pub const SEED_NOTES: &[(&str, &str, &[&str], &str)] = &[
         "Date, attendees, decisions and follow-ups.",
     ),
 ];
+
+/// Who the seed notes' first versions are recorded as made by.
+pub const SEEDED_BY: &str = "pkb-server";

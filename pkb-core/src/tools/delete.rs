@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::store::Store;
 use crate::tools::fetch::not_found;
-use crate::{Context, ToolError, pkb_tool};
+use crate::{Context, NotesContext, ToolError, pkb_tool};
 
 /// What `delete` returns.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -16,9 +16,10 @@ pub struct DeleteOutput {
     pub deleted: bool,
 }
 
-/// Deletes the note with this exact ID, at once and for good: it leaves search, fetch, the
-/// resources and completions. Nothing else is deleted (its summary, `<id>-summary`, stays).
-/// Writing the same title again afterwards creates a new note.
+/// Deletes the note with this exact ID, at once: it leaves search, fetch, the resources and
+/// completions, and stays in its history, from which `restore` brings it back. Nothing else
+/// is deleted (its summary, `<id>-summary`, stays). Writing the same title again afterwards
+/// creates a new note.
 #[pkb_tool(collect = false, destructive, idempotent, text = deleted_text)]
 pub async fn delete(
     ctx: &Context,
@@ -27,7 +28,7 @@ pub async fn delete(
     #[arg(trim, min_len = 1, max_len = 100)]
     id: String,
 ) -> Result<DeleteOutput, ToolError> {
-    if !store.delete(&id).await? {
+    if !store.changed_by(ctx.client_label()).delete(&id).await? {
         return Err(not_found(&id));
     }
     crate::resources::announce_change(ctx, &id, true).await;

@@ -1,8 +1,11 @@
-//! The seven tools of the contract, one annotated fn each.
+//! The ten tools of the contract, one annotated fn each.
 
 pub mod delete;
 pub mod echo;
+pub mod edit;
 pub mod fetch;
+pub mod history;
+pub mod restore;
 pub mod search;
 pub mod summarize;
 pub mod write;

@@ -7,7 +7,7 @@ use crate::note::{BODY_MAX_CHARS, ID_MAX_CHARS, Note, TAGS_MAX, TITLE_MAX_CHARS,
 use crate::store::{NoteDraft, PutMode, Store};
 use crate::summary::{SummarySource, summarize as summarize_note};
 use crate::tools::fetch::not_found;
-use crate::tools::write::put_and_announce;
+use crate::tools::write::{Put, put_and_announce};
 use crate::{Context, ToolError, pkb_tool};
 
 /// What `summarize` returns.
@@ -81,9 +81,11 @@ pub async fn summarize_and_save(
         tags: normalize_tags(tags),
         body: summary.chars().take(BODY_MAX_CHARS).collect(),
     };
-    let saved = put_and_announce(ctx, store, draft, PutMode::ReplaceTagged(SUMMARY_TAG))
-        .await?
-        .ok_or_else(|| not_a_summary(&summary_note_id))?;
+    let Put::Saved(saved) =
+        put_and_announce(ctx, store, draft, PutMode::ReplaceTagged(SUMMARY_TAG)).await?
+    else {
+        return Err(not_a_summary(&summary_note_id));
+    };
     Ok(SummarizeAndSaveOutput {
         id: saved.id,
         source,

@@ -5,7 +5,8 @@ use serde::Serialize;
 
 use crate::note::{derive_id, normalize_tags};
 use crate::store::{NoteDraft, PutMode, PutOutcome, Store};
-use crate::{Context, ToolError, pkb_tool};
+use crate::tools::fetch::not_found;
+use crate::{Context, NotesContext, ToolError, pkb_tool};
 
 /// What `write` returns.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -16,11 +17,15 @@ pub struct WriteOutput {
     pub title: String,
     /// True when a new note was created, false when one was replaced.
     pub created: bool,
+    /// The note's version now: 1 when new, one more at every change.
+    pub version: u64,
 }
 
 /// Saves a note. Its ID is derived from the title ("Deploy checklist" -> `deploy-checklist`).
 /// When a note with that ID exists, nothing changes and an error says so, unless
-/// `overwrite` is true, which replaces it. Idempotent only when overwrite=false.
+/// `overwrite` is true, which replaces it (its earlier version stays in its history; with
+/// `expect_version`, only if it is still at that version). Idempotent only when
+/// overwrite=false. To change part of a note, `edit` it instead.
 #[pkb_tool(collect = false, destructive, text = saved_text)]
 pub async fn write(
     ctx: &Context,
@@ -44,6 +49,10 @@ pub async fn write(
     /// Replace an existing note with the same ID.
     #[arg(default)]
     overwrite: bool,
+    /// With overwrite=true: replace the note only if it is at this version (as `fetch` gave
+    /// it), so that a change made meanwhile is not lost.
+    #[arg(default, min = 1)]
+    expect_version: Option<u64>,
 ) -> Result<WriteOutput, ToolError> {
     let draft = NoteDraft {
         id: derive_id(&title),
@@ -51,16 +60,41 @@ pub async fn write(
         tags: normalize_tags(tags),
         body,
     };
-    let saved = save(ctx, store, draft, overwrite).await?;
+    let mode = match (overwrite, expect_version) {
+        (false, _) => PutMode::CreateOnly,
+        (true, None) => PutMode::Replace,
+        (true, Some(version)) => PutMode::ReplaceAtVersion(version),
+    };
+    let id = draft.id.clone();
+    let saved = match put_and_announce(ctx, store, draft, mode).await? {
+        Put::Saved(saved) => saved,
+        Put::Exists => {
+            return Err(ToolError::new(format!(
+                "note exists: {id}; pass overwrite=true to replace"
+            )));
+        }
+        Put::Stale { current } => {
+            return Err(stale(&id, current, expect_version.unwrap_or_default()));
+        }
+        Put::Missing => return Err(not_found(&id)),
+    };
     Ok(WriteOutput {
         id: saved.id,
         title: saved.title,
         created: saved.created,
+        version: saved.version,
     })
 }
 
 fn saved_text(output: &WriteOutput) -> String {
     format!("saved: {}", output.id)
+}
+
+/// The contract's text for a note that is not at the version a call expected.
+pub fn stale(id: &str, current: u64, expected: u64) -> ToolError {
+    ToolError::new(format!(
+        "note {id} is at version {current}, not {expected}; fetch it again"
+    ))
 }
 
 /// A note that was saved.
@@ -71,43 +105,46 @@ pub struct Saved {
     pub title: String,
     /// Whether it is new.
     pub created: bool,
+    /// Its version now.
+    pub version: u64,
 }
 
-/// Saves `draft` as `write` does, answering a conflict with the contract's text.
-pub async fn save(
-    ctx: &Context,
-    store: &Store,
-    draft: NoteDraft,
-    overwrite: bool,
-) -> Result<Saved, ToolError> {
-    let mode = if overwrite {
-        PutMode::Replace
-    } else {
-        PutMode::CreateOnly
-    };
-    let id = draft.id.clone();
-    put_and_announce(ctx, store, draft, mode)
-        .await?
-        .ok_or_else(|| ToolError::new(format!("note exists: {id}; pass overwrite=true to replace")))
+/// What a put of [`put_and_announce`] did.
+pub enum Put {
+    /// The note was saved.
+    Saved(Saved),
+    /// The mode left an existing note alone.
+    Exists,
+    /// The note is at another version than the mode named.
+    Stale {
+        /// The version it is at.
+        current: u64,
+    },
+    /// The mode replaces only, and there is no such note.
+    Missing,
 }
 
-/// Puts `draft` in `mode` and tells subscribed clients; `None` when `mode` left an existing
-/// note alone. Shared by every tool that writes a note.
+/// Puts `draft` in `mode`, recorded as made by the calling client, and tells subscribed
+/// clients. Shared by every tool that writes a note.
 pub async fn put_and_announce(
     ctx: &Context,
     store: &Store,
     draft: NoteDraft,
     mode: PutMode,
-) -> Result<Option<Saved>, ToolError> {
+) -> Result<Put, ToolError> {
+    let store = store.changed_by(ctx.client_label());
     let (note, created) = match store.put(draft, mode).await? {
         PutOutcome::Created(note) => (note, true),
         PutOutcome::Replaced(note) => (note, false),
-        PutOutcome::Exists => return Ok(None),
+        PutOutcome::Exists => return Ok(Put::Exists),
+        PutOutcome::Stale { current } => return Ok(Put::Stale { current }),
+        PutOutcome::Missing => return Ok(Put::Missing),
     };
     crate::resources::announce_change(ctx, &note.id, created).await;
-    Ok(Some(Saved {
+    Ok(Put::Saved(Saved {
         id: note.id,
         title: note.title,
         created,
+        version: note.version,
     }))
 }

@@ -192,7 +192,10 @@ pub async fn import_dir(
             let outcome = match outcome {
                 PutOutcome::Created(_) => FileOutcome::Imported(id),
                 PutOutcome::Replaced(_) => FileOutcome::Replaced(id),
-                PutOutcome::Exists => FileOutcome::Skipped(id),
+                // An import neither names a version nor only replaces.
+                PutOutcome::Exists | PutOutcome::Stale { .. } | PutOutcome::Missing => {
+                    FileOutcome::Skipped(id)
+                }
             };
             report.files.push(ImportedFile { path, outcome });
         }

@@ -24,8 +24,9 @@ use tokio_postgres::{NoTls, Row};
 pub use listen::NoteChange;
 
 use super::{
-    MAX_LIMIT, NoteDates, NoteDraft, NoteEngine, NoteSummary, PutMode, PutOutcome, RANK_WINDOW,
-    SEED_NOTES, SearchHit, Store, StoreError, query_words,
+    ChangeKind, MAX_LIMIT, NoteDates, NoteDraft, NoteEngine, NoteSummary, NoteVersion, Provenance,
+    Purged, PutMode, PutOutcome, RANK_WINDOW, RecentChange, SEED_NOTES, SEEDED_BY, SearchHit,
+    Store, StoreError, VersionLookup, VersionSummary, query_words,
 };
 use crate::locks::lock;
 use crate::note::{Note, now_rfc3339};
@@ -248,23 +249,57 @@ struct PgNotes {
     known: OnceCell<()>,
 }
 
-/// Saves one note whatever the mode, in one statement: inserted, or replaced when the mode
-/// allows, else left alone (no row returned). `xmax = 0` holds for a row this statement
-/// inserted, which tells a creation from a replacement even when two processes race.
+/// Saves one note whatever the mode, in one statement, with its new version: inserted, or
+/// replaced when the mode allows, else left alone (no row returned). `xmax = 0` holds for a
+/// row this statement inserted, which tells a creation from a replacement even when two
+/// processes race. A new note's version goes on from any its id had before it was deleted.
 const UPSERT: &str = "
 WITH saved AS (
-    INSERT INTO pkb_notes AS n (owner, id, title, tags, body, created_at, updated_at, search)
-    VALUES ($1, $2, $3, $4, $5, COALESCE($6, $7), $7, pkb_search_vector($3, $4, $5))
+    INSERT INTO pkb_notes AS n
+        (owner, id, title, tags, body, created_at, updated_at, search, version)
+    VALUES ($1, $2, $3, $4, $5, COALESCE($6, $7), $7, pkb_search_vector($3, $4, $5),
+        COALESCE((SELECT max(version) FROM pkb_note_versions WHERE owner = $1 AND id = $2), 0) + 1)
     ON CONFLICT (owner, id) DO UPDATE SET
         title = EXCLUDED.title, tags = EXCLUDED.tags, body = EXCLUDED.body,
         created_at = COALESCE($6, n.created_at), updated_at = EXCLUDED.updated_at,
-        search = EXCLUDED.search
+        search = EXCLUDED.search, version = n.version + 1
     WHERE $8 AND ($9::text IS NULL OR $9 = ANY (n.tags))
-    RETURNING created_at, xmax = 0 AS created
+    RETURNING created_at, xmax = 0 AS created, version
+),
+kept AS (
+    INSERT INTO pkb_note_versions
+        (owner, id, version, kind, changed_at, changed_by, title, tags, body, created_at)
+    SELECT $1, $2, version,
+        COALESCE($11::text, CASE WHEN created THEN 'created' ELSE 'replaced' END),
+        $7, $12, $3, $4, $5, created_at
+    FROM saved
 )
-SELECT created_at, created,
+SELECT created_at, created, version,
     pg_notify('pkb_changes', json_build_object('i', $10::text, 'u', $1, 'id', $2, 'l', created)::text)
 FROM saved";
+
+/// [`UPSERT`] for [`PutMode::ReplaceAtVersion`]: the note is replaced only at version `$13`.
+const REPLACE_AT_VERSION: &str = "
+WITH saved AS (
+    UPDATE pkb_notes SET
+        title = $3, tags = $4, body = $5, created_at = COALESCE($6, created_at), updated_at = $7,
+        search = pkb_search_vector($3, $4, $5), version = version + 1
+    WHERE owner = $1 AND id = $2 AND version = $13 AND $8 AND $9::text IS NULL
+    RETURNING created_at, false AS created, version
+),
+kept AS (
+    INSERT INTO pkb_note_versions
+        (owner, id, version, kind, changed_at, changed_by, title, tags, body, created_at)
+    SELECT $1, $2, version, COALESCE($11::text, 'replaced'), $7, $12, $3, $4, $5, created_at
+    FROM saved
+)
+SELECT created_at, created, version,
+    pg_notify('pkb_changes', json_build_object('i', $10::text, 'u', $1, 'id', $2, 'l', created)::text)
+FROM saved";
+
+/// The same columns of a version as of a note, for [`note_from`].
+const VERSION_COLUMNS: &str =
+    "id, title, tags, body, created_at, changed_at, version, kind, changed_by";
 
 impl PgNotes {
     fn failed(&self, what: &str) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
@@ -313,18 +348,27 @@ impl PgNotes {
         &self,
         notes: Vec<(NoteDraft, NoteDates)>,
         mode: PutMode,
+        provenance: &Provenance,
     ) -> Result<Vec<PutOutcome>, StoreError> {
         let failed = self.failed("saving notes");
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(&failed)?;
-        let statement = tx.prepare_cached(UPSERT).await.map_err(&failed)?;
+        let statement = tx
+            .prepare_cached(statement_for(mode))
+            .await
+            .map_err(&failed)?;
         let now = now_rfc3339();
         // The statements go out together (tokio-postgres pipelines them) and run in order.
         let boxed: Vec<_> = notes
             .iter()
             .map(|(draft, dates)| {
                 let updated = dates.updated_at.as_deref().unwrap_or(&now);
-                self.upsert_params(draft, (dates.created_at.as_deref(), updated), mode)
+                self.upsert_params(
+                    draft,
+                    (dates.created_at.as_deref(), updated),
+                    mode,
+                    provenance,
+                )
             })
             .collect();
         let runs = boxed.iter().map(|p| {
@@ -336,14 +380,50 @@ impl PgNotes {
         let rows = futures::future::try_join_all(runs).await.map_err(&failed)?;
         drop(boxed);
         tx.commit().await.map_err(&failed)?;
-        Ok(notes
-            .into_iter()
-            .zip(rows)
-            .map(|((draft, dates), rows)| {
-                let updated = dates.updated_at.unwrap_or_else(|| now.clone());
-                Self::outcome(draft, &updated, &rows)
-            })
-            .collect())
+        let mut outcomes = Vec::with_capacity(rows.len());
+        for ((draft, dates), rows) in notes.into_iter().zip(rows) {
+            let updated = dates.updated_at.unwrap_or_else(|| now.clone());
+            let outcome = match Self::outcome(draft.clone(), &updated, &rows) {
+                Some(saved) => saved,
+                None => self.not_saved(&draft.id, mode).await?,
+            };
+            outcomes.push(outcome);
+        }
+        Ok(outcomes)
+    }
+
+    /// Why a put in `mode` saved nothing: the note exists (and the mode leaves it alone), or
+    /// it is missing or at another version than [`PutMode::ReplaceAtVersion`] named.
+    async fn not_saved(&self, id: &str, mode: PutMode) -> Result<PutOutcome, StoreError> {
+        let PutMode::ReplaceAtVersion(_) = mode else {
+            return Ok(PutOutcome::Exists);
+        };
+        let id = nul_escape::encode(id);
+        let rows = self
+            .rows(
+                "reading a note's version",
+                "SELECT version FROM pkb_notes WHERE owner = $1 AND id = $2",
+                &[&self.owner, &id],
+            )
+            .await?;
+        Ok(match rows.first() {
+            Some(row) => PutOutcome::Stale {
+                current: to_u64(row.get(0)),
+            },
+            None => PutOutcome::Missing,
+        })
+    }
+
+    /// Whether any version of a note with this (stored) id is kept.
+    async fn has_history(&self, id: &str) -> Result<bool, StoreError> {
+        let rows = self
+            .rows(
+                "reading a note's history",
+                "SELECT 1 FROM pkb_note_versions WHERE owner = $1 AND id = $2 LIMIT 1",
+                &[&self.owner, &id],
+            )
+            .await?;
+        Ok(!rows.is_empty())
     }
 
     /// A pooled connection, once the user's row (and their seed notes) exist.
@@ -380,27 +460,32 @@ impl PgNotes {
                     body: (*body).to_owned(),
                 };
                 let dates = (None, now.as_str());
-                let boxed = self.upsert_params(&draft, dates, PutMode::CreateOnly);
+                let seeded = Provenance::write(SEEDED_BY);
+                let boxed = self.upsert_params(&draft, dates, PutMode::CreateOnly, &seeded);
                 tx.query(&upsert, &params(&boxed)).await.map_err(&failed)?;
             }
         }
         tx.commit().await.map_err(&failed)
     }
 
+    /// The parameters of [`UPSERT`] (and of [`REPLACE_AT_VERSION`], which takes one more).
     fn upsert_params<'a>(
         &'a self,
         draft: &'a NoteDraft,
         (created, updated): (Option<&'a str>, &'a str),
         mode: PutMode,
-    ) -> [Box<dyn ToSql + Sync + Send + 'a>; 10] {
+        provenance: &'a Provenance,
+    ) -> Vec<Box<dyn ToSql + Sync + Send + 'a>> {
         let tags = nul_escape::encode_all(&draft.tags);
         let body = nul_escape::encode(&draft.body).into_owned();
-        let (replace, tag) = match mode {
-            PutMode::CreateOnly => (false, None),
-            PutMode::Replace => (true, None),
-            PutMode::ReplaceTagged(tag) => (true, Some(tag)),
+        let (replace, tag, at_version) = match mode {
+            PutMode::CreateOnly => (false, None, None),
+            PutMode::Replace => (true, None, None),
+            PutMode::ReplaceTagged(tag) => (true, Some(tag), None),
+            PutMode::ReplaceAtVersion(version) => (true, None, Some(to_i64(version))),
         };
-        [
+        let kind = provenance.kind.map(ChangeKind::as_str);
+        let mut params: Vec<Box<dyn ToSql + Sync + Send + 'a>> = vec![
             Box::new(&self.owner),
             Box::new(&draft.id),
             Box::new(&draft.title),
@@ -411,14 +496,18 @@ impl PgNotes {
             Box::new(replace),
             Box::new(tag),
             Box::new(&self.database.instance),
-        ]
+            Box::new(kind),
+            Box::new(&*provenance.by),
+        ];
+        if let Some(version) = at_version {
+            params.push(Box::new(version));
+        }
+        params
     }
 
-    /// The outcome of one [`UPSERT`] from its rows.
-    fn outcome(draft: NoteDraft, updated: &str, rows: &[Row]) -> PutOutcome {
-        let Some(row) = rows.first() else {
-            return PutOutcome::Exists;
-        };
+    /// The outcome of one [`UPSERT`] from its rows; `None` when it saved nothing.
+    fn outcome(draft: NoteDraft, updated: &str, rows: &[Row]) -> Option<PutOutcome> {
+        let row = rows.first()?;
         let created_at: String = row.get(0);
         let created: bool = row.get(1);
         let note = Note {
@@ -428,13 +517,32 @@ impl PgNotes {
             body: draft.body,
             created_at,
             updated_at: updated.to_owned(),
+            version: to_u64(row.get(2)),
         };
-        if created {
+        Some(if created {
             PutOutcome::Created(note)
         } else {
             PutOutcome::Replaced(note)
-        }
+        })
     }
+}
+
+/// The statement that puts a note in `mode`.
+fn statement_for(mode: PutMode) -> &'static str {
+    match mode {
+        PutMode::ReplaceAtVersion(_) => REPLACE_AT_VERSION,
+        _ => UPSERT,
+    }
+}
+
+/// A version number as PostgreSQL's `bigint` holds it.
+fn to_i64(version: u64) -> i64 {
+    i64::try_from(version).unwrap_or(i64::MAX)
+}
+
+/// A stored `bigint` version or count (never negative).
+fn to_u64(stored: i64) -> u64 {
+    u64::try_from(stored).unwrap_or(0)
 }
 
 /// Parameters of a query, as tokio-postgres takes them.
@@ -450,6 +558,7 @@ fn limit(limit: usize) -> i64 {
     i64::try_from(limit.min(MAX_LIMIT)).unwrap_or(i64::MAX)
 }
 
+/// A note from a row of `id, title, tags, body, created_at, updated_at, version`.
 fn note_from(row: &Row) -> Note {
     Note {
         id: row.get(0),
@@ -458,6 +567,7 @@ fn note_from(row: &Row) -> Note {
         body: nul_escape::decode(row.get(3)),
         created_at: row.get(4),
         updated_at: row.get(5),
+        version: to_u64(row.get(6)),
     }
 }
 
@@ -468,7 +578,7 @@ impl NoteEngine for PgNotes {
         let rows = self
             .rows(
                 "reading a note",
-                "SELECT id, title, tags, body, created_at, updated_at FROM pkb_notes
+                "SELECT id, title, tags, body, created_at, updated_at, version FROM pkb_notes
                  WHERE owner = $1 AND id = $2",
                 &[&self.owner, &id],
             )
@@ -476,36 +586,190 @@ impl NoteEngine for PgNotes {
         Ok(rows.first().map(note_from))
     }
 
-    async fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
+    async fn put(
+        &self,
+        draft: NoteDraft,
+        mode: PutMode,
+        provenance: &Provenance,
+    ) -> Result<PutOutcome, StoreError> {
         let now = now_rfc3339();
-        let boxed = self.upsert_params(&draft, (None, &now), mode);
-        let rows = self.rows("saving a note", UPSERT, &params(&boxed)).await?;
+        let boxed = self.upsert_params(&draft, (None, &now), mode, provenance);
+        let rows = self
+            .rows("saving a note", statement_for(mode), &params(&boxed))
+            .await?;
         drop(boxed);
-        Ok(Self::outcome(draft, &now, &rows))
+        let id = draft.id.clone();
+        match Self::outcome(draft, &now, &rows) {
+            Some(saved) => Ok(saved),
+            None => self.not_saved(&id, mode).await,
+        }
     }
 
     async fn put_dated(
         &self,
         notes: Vec<(NoteDraft, NoteDates)>,
         mode: PutMode,
+        provenance: &Provenance,
     ) -> Result<Vec<PutOutcome>, StoreError> {
-        self.answered("saving notes", BATCH_WAIT, self.put_batch(notes, mode))
-            .await
+        self.answered(
+            "saving notes",
+            BATCH_WAIT,
+            self.put_batch(notes, mode, provenance),
+        )
+        .await
     }
 
-    async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+    async fn delete(&self, id: &str, by: &str) -> Result<bool, StoreError> {
         let id = nul_escape::encode(id);
         let rows = self
             .rows(
                 "deleting a note",
-                "WITH gone AS (DELETE FROM pkb_notes WHERE owner = $1 AND id = $2 RETURNING id)
+                "WITH gone AS (
+                    DELETE FROM pkb_notes WHERE owner = $1 AND id = $2
+                    RETURNING title, tags, body, created_at, version
+                 ),
+                 kept AS (
+                    INSERT INTO pkb_note_versions
+                        (owner, id, version, kind, changed_at, changed_by, title, tags, body, created_at)
+                    SELECT $1, $2, version + 1, 'deleted', $4, $5, title, tags, body, created_at
+                    FROM gone
+                 )
                  SELECT pg_notify('pkb_changes',
                      json_build_object('i', $3::text, 'u', $1, 'id', $2, 'l', true)::text)
                  FROM gone",
-                &[&self.owner, &id, &self.database.instance],
+                &[
+                    &self.owner,
+                    &id,
+                    &self.database.instance,
+                    &now_rfc3339(),
+                    &by,
+                ],
             )
             .await?;
         Ok(!rows.is_empty())
+    }
+
+    async fn history(
+        &self,
+        id: &str,
+        limit_to: usize,
+    ) -> Result<Option<Vec<VersionSummary>>, StoreError> {
+        let id = nul_escape::encode(id);
+        // A body's characters as given: each escaped character is stored as two.
+        let rows = self
+            .rows(
+                "reading a note's history",
+                "SELECT version, kind, changed_at, changed_by, title,
+                    char_length(body)
+                      - (char_length(body) - char_length(replace(body, chr(57344), ''))) / 2
+                 FROM pkb_note_versions WHERE owner = $1 AND id = $2
+                 ORDER BY version DESC LIMIT $3",
+                &[&self.owner, &id, &limit(limit_to)],
+            )
+            .await?;
+        if rows.is_empty() && !self.has_history(&id).await? {
+            return Ok(None);
+        }
+        Ok(Some(
+            rows.iter()
+                .map(|row| VersionSummary {
+                    version: to_u64(row.get(0)),
+                    change: ChangeKind::parse(row.get(1)),
+                    at: row.get(2),
+                    by: row.get(3),
+                    title: row.get(4),
+                    chars: u64::try_from(row.get::<_, i32>(5)).unwrap_or(0),
+                })
+                .collect(),
+        ))
+    }
+
+    async fn recent_changes(&self, limit_to: usize) -> Result<Vec<RecentChange>, StoreError> {
+        let rows = self
+            .rows(
+                "reading the notes' history",
+                "SELECT id, version, kind, changed_at, changed_by, title
+                 FROM pkb_note_versions WHERE owner = $1
+                 ORDER BY change_order DESC LIMIT $2",
+                &[&self.owner, &limit(limit_to)],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|row| RecentChange {
+                id: row.get(0),
+                version: to_u64(row.get(1)),
+                change: ChangeKind::parse(row.get(2)),
+                at: row.get(3),
+                by: row.get(4),
+                title: row.get(5),
+            })
+            .collect())
+    }
+
+    async fn version(&self, id: &str, version: u64) -> Result<VersionLookup, StoreError> {
+        let id = nul_escape::encode(id);
+        let rows = self
+            .rows(
+                "reading a version of a note",
+                &format!(
+                    "SELECT {VERSION_COLUMNS} FROM pkb_note_versions
+                     WHERE owner = $1 AND id = $2 AND version = $3"
+                ),
+                &[&self.owner, &id, &to_i64(version)],
+            )
+            .await?;
+        Ok(match rows.first() {
+            Some(row) => VersionLookup::Found(Box::new(NoteVersion {
+                note: note_from(row),
+                change: ChangeKind::parse(row.get(7)),
+                by: row.get(8),
+            })),
+            None if self.has_history(&id).await? => VersionLookup::NoSuchVersion,
+            None => VersionLookup::NoSuchNote,
+        })
+    }
+
+    async fn prune_versions(&self, before: &str) -> Result<u64, StoreError> {
+        let failed = self.failed("pruning the notes' history");
+        self.answered("pruning the notes' history", BATCH_WAIT, async {
+            let client = self.client().await?;
+            client
+                .execute(
+                    "DELETE FROM pkb_note_versions AS old
+                     WHERE owner = $1 AND changed_at < $2
+                       AND version < (SELECT max(version) FROM pkb_note_versions
+                                      WHERE owner = old.owner AND id = old.id)",
+                    &[&self.owner, &before],
+                )
+                .await
+                .map_err(&failed)
+        })
+        .await
+    }
+
+    async fn purge(&self, id: &str) -> Result<Purged, StoreError> {
+        let id = nul_escape::encode(id);
+        let rows = self
+            .rows(
+                "purging a note",
+                "WITH note AS (
+                    DELETE FROM pkb_notes WHERE owner = $1 AND id = $2 RETURNING id
+                 ),
+                 versions AS (
+                    DELETE FROM pkb_note_versions WHERE owner = $1 AND id = $2 RETURNING version
+                 )
+                 SELECT (SELECT count(*) FROM note), (SELECT count(*) FROM versions),
+                    CASE WHEN EXISTS (SELECT 1 FROM note) THEN pg_notify('pkb_changes',
+                        json_build_object('i', $3::text, 'u', $1, 'id', $2, 'l', true)::text) END",
+                &[&self.owner, &id, &self.database.instance],
+            )
+            .await?;
+        let row = rows.first();
+        Ok(Purged {
+            note: row.is_some_and(|row| row.get::<_, i64>(0) > 0),
+            versions: row.map_or(0, |row| to_u64(row.get(1))),
+        })
     }
 
     async fn list(
@@ -541,7 +805,7 @@ impl NoteEngine for PgNotes {
         let rows = self
             .rows(
                 "listing notes",
-                "SELECT id, title, tags, body, created_at, updated_at FROM pkb_notes
+                "SELECT id, title, tags, body, created_at, updated_at, version FROM pkb_notes
                  WHERE owner = $1 AND ($2::text IS NULL OR id > $2)
                  ORDER BY id LIMIT $3",
                 &[&self.owner, &after, &limit(limit_to)],

@@ -7,7 +7,7 @@ use tokio_postgres::error::SqlState;
 use crate::store::StoreError;
 
 /// The newest schema version this build writes and reads.
-pub(super) const SCHEMA_VERSION: i32 = 4;
+pub(super) const SCHEMA_VERSION: i32 = 5;
 
 /// The advisory lock every PKB instance takes while it migrates ("pkb" in ASCII).
 const MIGRATION_LOCK: i64 = 0x706b62;
@@ -115,8 +115,36 @@ ALTER TABLE pkb_notes ALTER COLUMN search SET STORAGE MAIN;
 UPDATE pkb_notes SET search = pkb_search_vector(title, tags, body);
 "#;
 
+/// Version 5: every version of every note, kept by the statement that makes it: the note as
+/// the change left it (a deletion keeps it as it was), what the change was, when and by which
+/// client. `change_order` orders a user's changes across notes. Each note's current state is
+/// its newest version: notes from before versions get version 1.
+const V5: &str = r#"
+ALTER TABLE pkb_notes ADD COLUMN version bigint NOT NULL DEFAULT 1;
+CREATE SEQUENCE pkb_change_order;
+CREATE TABLE pkb_note_versions (
+    owner text NOT NULL REFERENCES pkb_users (owner),
+    id text COLLATE "C" NOT NULL,
+    version bigint NOT NULL,
+    change_order bigint NOT NULL DEFAULT nextval('pkb_change_order'),
+    kind text NOT NULL,
+    changed_at text NOT NULL,
+    changed_by text NOT NULL,
+    title text NOT NULL,
+    tags text[] COLLATE "C" NOT NULL,
+    body text NOT NULL,
+    created_at text NOT NULL,
+    PRIMARY KEY (owner, id, version)
+);
+CREATE INDEX pkb_note_versions_recent ON pkb_note_versions (owner, change_order DESC);
+INSERT INTO pkb_note_versions
+    (owner, id, version, kind, changed_at, changed_by, title, tags, body, created_at)
+SELECT owner, id, 1, 'created', updated_at, 'unknown client', title, tags, body, created_at
+FROM pkb_notes ORDER BY created_order;
+"#;
+
 /// Every migration, in order: `MIGRATIONS[n]` takes version `n` to `n + 1`.
-const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2, V3, V4];
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2, V3, V4, V5];
 
 /// Makes (when `create`) or migrates the schema; refuses a database a newer PKB migrated,
 /// and without `create` one that holds no PKB schema.

@@ -4,7 +4,10 @@
 
 use super::{MergeProgress, QueuedWrites};
 use crate::note::Note;
-use crate::store::{NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome, SearchHit, StoreError};
+use crate::store::{
+    NoteDates, NoteDraft, NoteSummary, Provenance, Purged, PutMode, PutOutcome, RecentChange,
+    SearchHit, StoreError, VersionLookup, VersionSummary,
+};
 
 /// A blocking engine, served as a [`NoteEngine`](crate::store::NoteEngine) by this folder's
 /// runtime ([`from_backend`](super::from_backend)): SQLite's, or a test double.
@@ -22,16 +25,22 @@ pub trait NoteBackend: Send + Sync {
     fn get_cached(&self, _id: &str) -> Option<Note> {
         None
     }
-    /// Saves one note atomically.
-    fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError>;
+    /// Saves one note atomically, with its new version.
+    fn put(
+        &self,
+        draft: NoteDraft,
+        mode: PutMode,
+        provenance: &Provenance,
+    ) -> Result<PutOutcome, StoreError>;
     /// Saves several notes in one atomic transaction; outcomes in the drafts' order.
     fn put_many(
         &self,
         drafts: Vec<NoteDraft>,
         mode: PutMode,
+        provenance: &Provenance,
     ) -> Result<Vec<PutOutcome>, StoreError> {
         let undated = drafts.into_iter().map(|d| (d, NoteDates::default()));
-        self.put_dated(undated.collect(), mode)
+        self.put_dated(undated.collect(), mode, provenance)
     }
     /// Saves several notes with the dates they bring, in one atomic transaction; outcomes in
     /// the order given. Dates reaching it are in the store's own RFC 3339 form.
@@ -39,9 +48,31 @@ pub trait NoteBackend: Send + Sync {
         &self,
         notes: Vec<(NoteDraft, NoteDates)>,
         mode: PutMode,
+        provenance: &Provenance,
     ) -> Result<Vec<PutOutcome>, StoreError>;
-    /// Deletes a note; whether it existed.
-    fn delete(&self, id: &str) -> Result<bool, StoreError>;
+    /// Deletes a note, keeping it as a `deleted` version; whether it existed.
+    fn delete(&self, id: &str, by: &str) -> Result<bool, StoreError>;
+    /// See [`NoteEngine::history`](crate::store::NoteEngine::history). A backend that keeps
+    /// no history (a test double) refuses this and the other history calls.
+    fn history(&self, _id: &str, _limit: usize) -> Result<Option<Vec<VersionSummary>>, StoreError> {
+        Err(no_history())
+    }
+    /// See [`NoteEngine::recent_changes`](crate::store::NoteEngine::recent_changes).
+    fn recent_changes(&self, _limit: usize) -> Result<Vec<RecentChange>, StoreError> {
+        Err(no_history())
+    }
+    /// See [`NoteEngine::version`](crate::store::NoteEngine::version).
+    fn version(&self, _id: &str, _version: u64) -> Result<VersionLookup, StoreError> {
+        Err(no_history())
+    }
+    /// See [`NoteEngine::prune_versions`](crate::store::NoteEngine::prune_versions).
+    fn prune_versions(&self, _before: &str) -> Result<u64, StoreError> {
+        Err(no_history())
+    }
+    /// See [`NoteEngine::purge`](crate::store::NoteEngine::purge).
+    fn purge(&self, _id: &str) -> Result<Purged, StoreError> {
+        Err(no_history())
+    }
     /// The backend's writes as queued ones, if it commits them in groups: [`Store`] then
     /// waits for them as tasks rather than with a thread each. `None`: writes run on the
     /// blocking pool, one thread each.
@@ -101,4 +132,8 @@ pub trait NoteBackend: Send + Sync {
             "this store has no indexes to rebuild".to_owned(),
         ))
     }
+}
+
+fn no_history() -> StoreError {
+    StoreError::Unavailable("this store keeps no history".to_owned())
 }

@@ -19,6 +19,7 @@ use super::{
 };
 use crate::note::Note;
 use crate::store::NoteEngine;
+use crate::store::{Provenance, Purged, RecentChange, VersionLookup, VersionSummary};
 
 /// A blocking backend served from threads, so that no call blocks the runtime.
 pub(super) struct BlockingEngine {
@@ -171,30 +172,69 @@ impl NoteEngine for BlockingEngine {
         self.read(move |b| b.get(&id)).await
     }
 
-    async fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
+    async fn put(
+        &self,
+        draft: NoteDraft,
+        mode: PutMode,
+        provenance: &Provenance,
+    ) -> Result<PutOutcome, StoreError> {
         if let Some(queued) = self.queueing() {
-            return self.queued(queued.queue_put(draft, mode)).await;
+            return self.queued(queued.queue_put(draft, mode, provenance)).await;
         }
-        self.write(move |b| b.put(draft, mode)).await
+        let provenance = provenance.clone();
+        self.write(move |b| b.put(draft, mode, &provenance)).await
     }
 
     async fn put_dated(
         &self,
         notes: Vec<(NoteDraft, NoteDates)>,
         mode: PutMode,
+        provenance: &Provenance,
     ) -> Result<Vec<PutOutcome>, StoreError> {
         if let Some(queued) = self.queueing() {
-            return self.queued(queued.queue_put_dated(notes, mode)).await;
+            return self
+                .queued(queued.queue_put_dated(notes, mode, provenance))
+                .await;
         }
-        self.write(move |b| b.put_dated(notes, mode)).await
+        let provenance = provenance.clone();
+        self.write(move |b| b.put_dated(notes, mode, &provenance))
+            .await
     }
 
-    async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+    async fn delete(&self, id: &str, by: &str) -> Result<bool, StoreError> {
         if let Some(queued) = self.queueing() {
-            return self.queued(queued.queue_delete(id)).await;
+            return self.queued(queued.queue_delete(id, by)).await;
         }
+        let (id, by) = (id.to_owned(), by.to_owned());
+        self.write(move |b| b.delete(&id, &by)).await
+    }
+
+    async fn history(
+        &self,
+        id: &str,
+        limit: usize,
+    ) -> Result<Option<Vec<VersionSummary>>, StoreError> {
         let id = id.to_owned();
-        self.write(move |b| b.delete(&id)).await
+        self.read(move |b| b.history(&id, limit)).await
+    }
+
+    async fn recent_changes(&self, limit: usize) -> Result<Vec<RecentChange>, StoreError> {
+        self.read(move |b| b.recent_changes(limit)).await
+    }
+
+    async fn version(&self, id: &str, version: u64) -> Result<VersionLookup, StoreError> {
+        let id = id.to_owned();
+        self.read(move |b| b.version(&id, version)).await
+    }
+
+    async fn prune_versions(&self, before: &str) -> Result<u64, StoreError> {
+        let before = before.to_owned();
+        self.write(move |b| b.prune_versions(&before)).await
+    }
+
+    async fn purge(&self, id: &str) -> Result<Purged, StoreError> {
+        let id = id.to_owned();
+        self.write(move |b| b.purge(&id)).await
     }
 
     async fn list(

@@ -61,7 +61,13 @@ pub(in crate::store) mod tests {
     pub(in crate::store) fn written_one_by_one(notes: usize) -> Arc<SqliteBackend> {
         let backend = SqliteBackend::open_in_memory(false).expect("in-memory store");
         for i in 0..notes {
-            backend.put(note(i), PutMode::CreateOnly).expect("put");
+            backend
+                .put(
+                    note(i),
+                    PutMode::CreateOnly,
+                    &crate::store::Provenance::write("test"),
+                )
+                .expect("put");
         }
         Arc::new(backend)
     }
@@ -149,7 +155,13 @@ pub(in crate::store) mod tests {
         let first = SqliteBackend::open(&path, &options).unwrap();
         let second = SqliteBackend::open(&path, &options).unwrap();
         for i in 0..14 {
-            first.put(note(i), PutMode::CreateOnly).unwrap();
+            first
+                .put(
+                    note(i),
+                    PutMode::CreateOnly,
+                    &crate::store::Provenance::write("test"),
+                )
+                .unwrap();
         }
         assert!(count(&second) > MAX_SEGMENTS);
         let (mut first_more, mut second_more) = (true, true);
@@ -174,7 +186,11 @@ pub(in crate::store) mod tests {
         let backend = written_one_by_one(14);
         assert_eq!(backend.merge_index_step().unwrap(), MergeProgress::More);
         backend
-            .put(note(100), PutMode::CreateOnly)
+            .put(
+                note(100),
+                PutMode::CreateOnly,
+                &crate::store::Provenance::write("test"),
+            )
             .expect("a write between two steps");
         while backend.merge_index_step().unwrap() == MergeProgress::More {}
         backend.verify().expect("sound after the merge");

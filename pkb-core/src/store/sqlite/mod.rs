@@ -65,8 +65,9 @@ use self::schema::{Depth, FileState, InspectError, SCHEMA_VERSION};
 use self::search_planner::StoreSize;
 use self::terms::{KnownTermIds, VocabularyChanges};
 use super::{
-    BoxError, MAX_LIMIT, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome, RANK_WINDOW,
-    SearchHit, Store, StoreError,
+    BoxError, ChangeKind, MAX_LIMIT, NoteDates, NoteDraft, NoteSummary, NoteVersion, Provenance,
+    Purged, PutMode, PutOutcome, RANK_WINDOW, RecentChange, SearchHit, Store, StoreError,
+    VersionLookup, VersionSummary,
 };
 use crate::fold::fold_for_search;
 use crate::locks::lock;
@@ -124,6 +125,7 @@ pub(super) const SEARCH_NOTES: &str = "search notes";
 pub(super) const SAVE_A_NOTE: &str = "save a note";
 pub(super) const SAVE_NOTES: &str = "save notes";
 pub(super) const DELETE_A_NOTE: &str = "delete a note";
+pub(super) const PURGE_A_NOTE: &str = "purge a note";
 
 pub(super) struct SqliteBackend {
     // Declared before `writer` so that readers close first and the writer, closing last,
@@ -608,7 +610,13 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join(" "),
         };
-        backend.put(long, PutMode::CreateOnly).unwrap();
+        backend
+            .put(
+                long,
+                PutMode::CreateOnly,
+                &crate::store::Provenance::write("test"),
+            )
+            .unwrap();
         assert!(backend.search_at_once("word1", &[], 10).is_none());
         assert!(!backend.small_when_searched.load(Ordering::Relaxed));
         assert_eq!(backend.search("word12", &[], 10).unwrap().len(), 1);
@@ -676,7 +684,13 @@ mod tests {
                 body: "Another deploy.".to_owned(),
             })
             .collect();
-        backend.put_many(grown, PutMode::CreateOnly).unwrap();
+        backend
+            .put_many(
+                grown,
+                PutMode::CreateOnly,
+                &crate::store::Provenance::write("test"),
+            )
+            .unwrap();
         assert!(
             other.search_at_once("deploy", &[], 10).is_none(),
             "the size is read again in the search's snapshot"

@@ -4,15 +4,24 @@
 use super::opening::open_reader;
 use super::rows::{note_from_row, sorted_with_prefix, sql_limit, tags_from_json};
 use super::search::{in_snapshot, search_on};
-use super::writes::{delete_write, put_dated_write, put_write};
+use super::writes::{delete_write, purge_write, put_dated_write, put_write};
 use super::*;
+
+/// What reads of the history name in errors.
+const READ_HISTORY: &str = "read the notes' history";
+
+/// Whether any version of a note with this id is kept.
+fn has_history(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT 1 FROM note_versions WHERE id = ?1 LIMIT 1")?
+        .exists([id])
+}
 
 impl NoteBackend for SqliteBackend {
     fn get(&self, id: &str) -> Result<Option<Note>, StoreError> {
         self.read_and_keep(|| {
             self.read("read a note", |conn| {
                 conn.prepare_cached(
-                    "SELECT id, title, tags, body, created_at, updated_at FROM notes WHERE id = ?1",
+                    "SELECT id, title, tags, body, created_at, updated_at, version FROM notes WHERE id = ?1",
                 )?
                 .query_row([id], note_from_row)
                 .optional()
@@ -29,20 +38,110 @@ impl NoteBackend for SqliteBackend {
         Some(note)
     }
 
-    fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
-        self.write(SAVE_A_NOTE, put_write(draft, mode))
+    fn put(
+        &self,
+        draft: NoteDraft,
+        mode: PutMode,
+        provenance: &Provenance,
+    ) -> Result<PutOutcome, StoreError> {
+        self.write(SAVE_A_NOTE, put_write(draft, mode, provenance.clone()))
     }
 
     fn put_dated(
         &self,
         notes: Vec<(NoteDraft, NoteDates)>,
         mode: PutMode,
+        provenance: &Provenance,
     ) -> Result<Vec<PutOutcome>, StoreError> {
-        self.write(SAVE_NOTES, put_dated_write(notes, mode))
+        self.write(SAVE_NOTES, put_dated_write(notes, mode, provenance.clone()))
     }
 
-    fn delete(&self, id: &str) -> Result<bool, StoreError> {
-        self.write(DELETE_A_NOTE, delete_write(id.to_owned()))
+    fn delete(&self, id: &str, by: &str) -> Result<bool, StoreError> {
+        self.write(DELETE_A_NOTE, delete_write(id.to_owned(), by.to_owned()))
+    }
+
+    fn history(&self, id: &str, limit: usize) -> Result<Option<Vec<VersionSummary>>, StoreError> {
+        self.read(READ_HISTORY, |conn| {
+            let versions = conn
+                .prepare_cached(
+                    "SELECT version, kind, changed_at, changed_by, title, length(body)
+                     FROM note_versions WHERE id = ?1 ORDER BY version DESC LIMIT ?2",
+                )?
+                .query_map(params![id, sql_limit(limit)], |row| {
+                    Ok(VersionSummary {
+                        version: row.get(0)?,
+                        change: ChangeKind::parse(&row.get::<_, String>(1)?),
+                        at: row.get(2)?,
+                        by: row.get(3)?,
+                        title: row.get(4)?,
+                        chars: row.get(5)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            if versions.is_empty() && !has_history(conn, id)? {
+                return Ok(None);
+            }
+            Ok(Some(versions))
+        })
+    }
+
+    fn recent_changes(&self, limit: usize) -> Result<Vec<RecentChange>, StoreError> {
+        self.read(READ_HISTORY, |conn| {
+            conn.prepare_cached(
+                "SELECT id, version, kind, changed_at, changed_by, title
+                 FROM note_versions ORDER BY seq DESC LIMIT ?1",
+            )?
+            .query_map([sql_limit(limit)], |row| {
+                Ok(RecentChange {
+                    id: row.get(0)?,
+                    version: row.get(1)?,
+                    change: ChangeKind::parse(&row.get::<_, String>(2)?),
+                    at: row.get(3)?,
+                    by: row.get(4)?,
+                    title: row.get(5)?,
+                })
+            })?
+            .collect()
+        })
+    }
+
+    fn version(&self, id: &str, version: u64) -> Result<VersionLookup, StoreError> {
+        self.read(READ_HISTORY, |conn| {
+            let found = conn
+                .prepare_cached(
+                    "SELECT id, title, tags, body, created_at, changed_at, version, kind, changed_by
+                     FROM note_versions WHERE id = ?1 AND version = ?2",
+                )?
+                .query_row(params![id, version], |row| {
+                    Ok(NoteVersion {
+                        note: note_from_row(row)?,
+                        change: ChangeKind::parse(&row.get::<_, String>(7)?),
+                        by: row.get(8)?,
+                    })
+                })
+                .optional()?;
+            Ok(match found {
+                Some(found) => VersionLookup::Found(Box::new(found)),
+                None if has_history(conn, id)? => VersionLookup::NoSuchVersion,
+                None => VersionLookup::NoSuchNote,
+            })
+        })
+    }
+
+    fn prune_versions(&self, before: &str) -> Result<u64, StoreError> {
+        self.write_alone("prune the notes' history", |tx| {
+            tx.execute(
+                "DELETE FROM note_versions AS old
+                 WHERE changed_at < ?1
+                   AND version < (SELECT max(version) FROM note_versions WHERE id = old.id)",
+                [before],
+            )
+        })
+        .map(|dropped| dropped as u64)
+    }
+
+    fn purge(&self, id: &str) -> Result<Purged, StoreError> {
+        self.write(PURGE_A_NOTE, purge_write(id.to_owned()))
     }
 
     fn queued_writes(&self) -> Option<&dyn QueuedWrites> {
@@ -69,7 +168,7 @@ impl NoteBackend for SqliteBackend {
     fn list_with_bodies(&self, after: Option<&str>, limit: usize) -> Result<Vec<Note>, StoreError> {
         self.read("list notes", |conn| {
             conn.prepare_cached(
-                "SELECT id, title, tags, body, created_at, updated_at FROM notes WHERE id > ?1 ORDER BY id LIMIT ?2",
+                "SELECT id, title, tags, body, created_at, updated_at, version FROM notes WHERE id > ?1 ORDER BY id LIMIT ?2",
             )?
             .query_map(params![after.unwrap_or(""), sql_limit(limit)], note_from_row)?
             .collect()

@@ -100,6 +100,7 @@ mod tests {
             body: body.to_owned(),
             created_at: "2026-11-30T00:00:00Z".to_owned(),
             updated_at: "2026-11-30T00:00:00Z".to_owned(),
+            version: 1,
         }
     }
 
@@ -174,7 +175,11 @@ mod tests {
     fn a_store_file_serves_a_note_from_memory_until_any_connection_commits() {
         let (_dir, reader, writer) = two_handles_on_one_file();
         writer
-            .put(draft("shared", "one"), PutMode::CreateOnly)
+            .put(
+                draft("shared", "one"),
+                PutMode::CreateOnly,
+                &crate::store::Provenance::write("test"),
+            )
             .unwrap();
         assert_eq!(reader.get_cached("shared"), None, "not read yet");
         assert_eq!(reader.get("shared").unwrap().unwrap().body, "one");
@@ -184,7 +189,11 @@ mod tests {
         assert_eq!(reader.get_cached("shared").unwrap().body, "one");
 
         writer
-            .put(draft("shared", "two"), PutMode::Replace)
+            .put(
+                draft("shared", "two"),
+                PutMode::Replace,
+                &crate::store::Provenance::write("test"),
+            )
             .unwrap();
         assert_eq!(
             reader.get_cached("shared"),
@@ -196,10 +205,14 @@ mod tests {
 
         // A commit that does not touch the note also ends what was kept.
         writer
-            .put(draft("other", "three"), PutMode::CreateOnly)
+            .put(
+                draft("other", "three"),
+                PutMode::CreateOnly,
+                &crate::store::Provenance::write("test"),
+            )
             .unwrap();
         assert_eq!(reader.get_cached("shared"), None);
-        assert!(writer.delete("shared").unwrap());
+        assert!(writer.delete("shared", "test").unwrap());
         assert_eq!(reader.get("shared").unwrap(), None);
         assert_eq!(reader.get_cached("shared"), None);
     }
@@ -208,16 +221,28 @@ mod tests {
     fn a_read_overtaken_by_a_commit_leaves_what_was_kept_since() {
         let (_dir, reader, writer) = two_handles_on_one_file();
         writer
-            .put(draft("slow", "old"), PutMode::CreateOnly)
+            .put(
+                draft("slow", "old"),
+                PutMode::CreateOnly,
+                &crate::store::Provenance::write("test"),
+            )
             .unwrap();
         writer
-            .put(draft("quick", "one"), PutMode::CreateOnly)
+            .put(
+                draft("quick", "one"),
+                PutMode::CreateOnly,
+                &crate::store::Provenance::write("test"),
+            )
             .unwrap();
         let slow = reader
             .read_and_keep(|| {
                 let slow = reader.get("slow");
                 // While the slow read runs, a commit, then a quick read kept at the new moment.
-                writer.put(draft("other", "x"), PutMode::CreateOnly)?;
+                writer.put(
+                    draft("other", "x"),
+                    PutMode::CreateOnly,
+                    &crate::store::Provenance::write("test"),
+                )?;
                 reader.get("quick")?;
                 slow
             })
@@ -231,11 +256,21 @@ mod tests {
     fn an_in_memory_store_forgets_kept_notes_on_its_own_writes() {
         let backend = SqliteBackend::open_in_memory(false).unwrap();
         backend
-            .put(draft("mine", "one"), PutMode::CreateOnly)
+            .put(
+                draft("mine", "one"),
+                PutMode::CreateOnly,
+                &crate::store::Provenance::write("test"),
+            )
             .unwrap();
         backend.get("mine").unwrap();
         assert_eq!(backend.get_cached("mine").unwrap().body, "one");
-        backend.put(draft("mine", "two"), PutMode::Replace).unwrap();
+        backend
+            .put(
+                draft("mine", "two"),
+                PutMode::Replace,
+                &crate::store::Provenance::write("test"),
+            )
+            .unwrap();
         assert_eq!(backend.get_cached("mine"), None);
         assert_eq!(backend.get("mine").unwrap().unwrap().body, "two");
     }

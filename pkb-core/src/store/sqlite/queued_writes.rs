@@ -9,7 +9,7 @@
 
 use futures::future::BoxFuture;
 
-use super::{NoteDates, NoteDraft, PutMode, PutOutcome, StoreError};
+use super::{NoteDates, NoteDraft, Provenance, PutMode, PutOutcome, StoreError};
 
 /// A queued write: refused at once (`Err`), or its answer once its group is committed.
 pub type QueuedWrite<'a, T> = Result<BoxFuture<'a, Result<T, StoreError>>, StoreError>;
@@ -21,15 +21,21 @@ pub type QueuedWrite<'a, T> = Result<BoxFuture<'a, Result<T, StoreError>>, Store
 /// [`NoteBackend::queued_writes`]: super::NoteBackend::queued_writes
 pub trait QueuedWrites: Send + Sync {
     /// Queues [`NoteBackend::put`](super::NoteBackend::put).
-    fn queue_put(&self, draft: NoteDraft, mode: PutMode) -> QueuedWrite<'_, PutOutcome>;
+    fn queue_put(
+        &self,
+        draft: NoteDraft,
+        mode: PutMode,
+        provenance: &Provenance,
+    ) -> QueuedWrite<'_, PutOutcome>;
     /// Queues [`NoteBackend::put_dated`](super::NoteBackend::put_dated).
     fn queue_put_dated(
         &self,
         notes: Vec<(NoteDraft, NoteDates)>,
         mode: PutMode,
+        provenance: &Provenance,
     ) -> QueuedWrite<'_, Vec<PutOutcome>>;
     /// Queues [`NoteBackend::delete`](super::NoteBackend::delete).
-    fn queue_delete(&self, id: &str) -> QueuedWrite<'_, bool>;
+    fn queue_delete(&self, id: &str, by: &str) -> QueuedWrite<'_, bool>;
     /// Whether a write may be queued now; otherwise it runs as the backend's blocking write
     /// does, on a thread of its own (for a check that must do I/O first, say).
     fn can_queue(&self) -> bool {

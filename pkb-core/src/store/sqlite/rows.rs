@@ -14,6 +14,7 @@ pub(super) fn tags_from_json(row: &Row<'_>, column: usize) -> rusqlite::Result<V
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(column, Type::Text, Box::new(e)))
 }
 
+/// A note from a row of `id, title, tags, body, created_at, updated_at, version`.
 pub(super) fn note_from_row(row: &Row<'_>) -> rusqlite::Result<Note> {
     Ok(Note {
         id: row.get(0)?,
@@ -22,6 +23,7 @@ pub(super) fn note_from_row(row: &Row<'_>) -> rusqlite::Result<Note> {
         body: row.get(3)?,
         created_at: row.get(4)?,
         updated_at: row.get(5)?,
+        version: row.get(6)?,
     })
 }
 

@@ -2,16 +2,18 @@
 
 use rusqlite::{Connection, ErrorCode};
 
+use crate::store::{NoteDraft, Provenance, PutMode, SEEDED_BY};
+
 /// Marks a SQLite file as a PKB store (`PRAGMA application_id`): the bytes "PKB1".
 pub(super) const APPLICATION_ID: i32 = 0x504B_4231;
 
 /// Schema migrations; entry `n` takes a store from version `n` to `n + 1`.
 ///
 /// Append only: a released entry never changes, since stores in the field already ran it.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build writes and the newest it reads.
-pub(super) const SCHEMA_VERSION: i64 = 4;
+pub(super) const SCHEMA_VERSION: i64 = 5;
 
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -117,6 +119,30 @@ DELETE FROM search_terms;
 UPDATE search_stats SET notes = 0, tokens = 0 WHERE id = 1;
 "#;
 
+/// Every version of every note: the note as each change left it (a deletion keeps it as it
+/// was), what the change was, when and by which client. `seq` orders the changes across
+/// notes; a note's versions are found by its id, so they outlive it. Each note's current
+/// state is its newest version: a store from before versions gets version 1 of each note.
+const V5: &str = r#"
+ALTER TABLE notes ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+CREATE TABLE note_versions (
+    seq        INTEGER PRIMARY KEY,
+    id         TEXT NOT NULL,
+    version    INTEGER NOT NULL,
+    kind       TEXT NOT NULL,
+    changed_at TEXT NOT NULL,
+    changed_by TEXT NOT NULL,
+    title      TEXT NOT NULL,
+    tags       TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (id, version)
+);
+INSERT INTO note_versions (id, version, kind, changed_at, changed_by, title, tags, body, created_at)
+    SELECT id, 1, 'created', updated_at, 'unknown client', title, tags, body, created_at
+    FROM notes ORDER BY seq;
+"#;
+
 /// The prefix lengths, in characters, whose notes the index keeps (its `prefix` option).
 pub(super) const KEPT_PREFIX_CHARS: [usize; 2] = [2, 3];
 
@@ -124,6 +150,7 @@ pub(super) const KEPT_PREFIX_CHARS: [usize; 2] = [2, 3];
 const REQUIRED_TABLES: &[&str] = &[
     "note_terms",
     "note_tags",
+    "note_versions",
     "notes",
     "notes_fts",
     "search_stats",
@@ -292,7 +319,21 @@ pub(super) fn upgrade(conn: &Connection, from: i64, seed: bool) -> rusqlite::Res
             for (id, title, tags, body) in crate::store::SEED_NOTES {
                 let tags: Vec<String> = tags.iter().map(|t| (*t).to_owned()).collect();
                 let stamps = super::writes::Stamps::now(&now);
-                super::writes::insert_row(conn, &mut vocabulary, id, title, &tags, body, stamps)?;
+                let draft = NoteDraft {
+                    id: (*id).to_owned(),
+                    title: (*title).to_owned(),
+                    tags,
+                    body: (*body).to_owned(),
+                };
+                let seeded = Provenance::write(SEEDED_BY);
+                super::writes::put_in(
+                    conn,
+                    &mut vocabulary,
+                    draft,
+                    PutMode::CreateOnly,
+                    stamps,
+                    &seeded,
+                )?;
             }
             vocabulary.apply(conn)?;
         }

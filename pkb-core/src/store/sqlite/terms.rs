@@ -440,19 +440,35 @@ mod tests {
                 )
             })
             .collect();
-        backend.put_many(first, PutMode::CreateOnly).unwrap();
+        backend
+            .put_many(
+                first,
+                PutMode::CreateOnly,
+                &crate::store::Provenance::write("test"),
+            )
+            .unwrap();
         // Replacing drops the replaced notes' own words and adds new ones, some twice in the
         // same batch, one only to drop it again within the batch.
         let replaced: Vec<NoteDraft> = (0..15)
             .map(|i| draft(&format!("n{i}"), &format!("fresh{} common", i % 3)))
             .chain([draft("n20", "fleeting"), draft("n20", "settled")])
             .collect();
-        backend.put_many(replaced, PutMode::Replace).unwrap();
+        backend
+            .put_many(
+                replaced,
+                PutMode::Replace,
+                &crate::store::Provenance::write("test"),
+            )
+            .unwrap();
         for i in 25..35 {
-            assert!(backend.delete(&format!("n{i}")).unwrap());
+            assert!(backend.delete(&format!("n{i}"), "test").unwrap());
         }
         backend
-            .put(draft("single", "common lonely"), PutMode::CreateOnly)
+            .put(
+                draft("single", "common lonely"),
+                PutMode::CreateOnly,
+                &crate::store::Provenance::write("test"),
+            )
             .unwrap();
         let kept = backend.read_for_tests(|conn| Ok(vocabulary(conn)));
         assert!(kept.0.iter().all(|(_, notes)| *notes > 0), "no unheld term");
@@ -492,14 +508,20 @@ mod tests {
         let this = SqliteBackend::open(&path, &options).unwrap();
         let other = SqliteBackend::open(&path, &options).unwrap();
         let put = |backend: &SqliteBackend, id: &str, body: &str| {
-            backend.put(draft(id, body), PutMode::Replace).unwrap();
+            backend
+                .put(
+                    draft(id, body),
+                    PutMode::Replace,
+                    &crate::store::Provenance::write("test"),
+                )
+                .unwrap();
         };
 
         // Dropped by this writer: its id goes to the next new term, and the dropped term,
         // written again, must be given an id of its own.
         put(&this, "a", "zebra");
         let zebra = term_id(&this, "zebra").unwrap();
-        assert!(this.delete("a").unwrap());
+        assert!(this.delete("a", "test").unwrap());
         put(&this, "b", "yak");
         assert_eq!(term_id(&this, "yak"), Some(zebra), "the id is taken again");
         put(&this, "c", "zebra");
@@ -508,7 +530,7 @@ mod tests {
         // Dropped by another connection, which this writer learns only from the file.
         put(&this, "d", "okapi");
         let okapi = term_id(&this, "okapi").unwrap();
-        assert!(other.delete("d").unwrap());
+        assert!(other.delete("d", "test").unwrap());
         put(&other, "e", "quagga");
         assert_eq!(
             term_id(&this, "quagga"),
@@ -520,7 +542,7 @@ mod tests {
         assert_counts_true(&this);
 
         // Numbered again by a rebuild on this connection, which counts from the notes left.
-        assert!(this.delete("b").unwrap());
+        assert!(this.delete("b", "test").unwrap());
         let okapi = term_id(&this, "okapi");
         this.rebuild_indexes().unwrap();
         assert_ne!(term_id(&this, "okapi"), okapi, "the ids move");
@@ -533,11 +555,21 @@ mod tests {
         let backend = SqliteBackend::open_in_memory(false).unwrap();
         // One group: `fleeting` gets an id, then loses its only note, and is dropped.
         let batch = vec![draft("x", "fleeting"), draft("x", "settled")];
-        backend.put_many(batch, PutMode::Replace).unwrap();
+        backend
+            .put_many(
+                batch,
+                PutMode::Replace,
+                &crate::store::Provenance::write("test"),
+            )
+            .unwrap();
         assert_eq!(term_id(&backend, "fleeting"), None);
         // A later group must add it again rather than count it under the dropped id.
         backend
-            .put(draft("y", "fleeting"), PutMode::Replace)
+            .put(
+                draft("y", "fleeting"),
+                PutMode::Replace,
+                &crate::store::Provenance::write("test"),
+            )
             .unwrap();
         let found = backend.search("fleeting", &[], 10).unwrap();
         assert_eq!(
@@ -551,9 +583,18 @@ mod tests {
     #[test]
     fn a_commit_that_unwinds_before_its_ids_are_learned_leaves_none_kept() {
         let backend = SqliteBackend::open_in_memory(false).unwrap();
-        backend.put(draft("a", "zebra"), PutMode::Replace).unwrap();
+        backend
+            .put(
+                draft("a", "zebra"),
+                PutMode::Replace,
+                &crate::store::Provenance::write("test"),
+            )
+            .unwrap();
         let queue = WriteQueue::default();
-        queue.push(super::super::writes::delete_write("a".to_owned()));
+        queue.push(super::super::writes::delete_write(
+            "a".to_owned(),
+            "test".to_owned(),
+        ));
         let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut held = lock(&backend.writer);
             let writer = &mut *held;
@@ -569,7 +610,13 @@ mod tests {
         assert!(unwound.is_err());
         // The delete committed, and `zebra` went with it: a later note must add it again.
         assert_eq!(term_id(&backend, "zebra"), None);
-        backend.put(draft("b", "zebra"), PutMode::Replace).unwrap();
+        backend
+            .put(
+                draft("b", "zebra"),
+                PutMode::Replace,
+                &crate::store::Provenance::write("test"),
+            )
+            .unwrap();
         let found = backend.search("zebra", &[], 10).unwrap();
         assert_eq!(
             found.iter().map(|hit| &hit.id[..]).collect::<Vec<_>>(),

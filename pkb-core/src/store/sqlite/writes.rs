@@ -4,31 +4,72 @@
 use super::rows::tags_to_json;
 use super::*;
 
-/// Inserts a new note and its index entries; returns its rowid.
-pub(super) fn insert_row(
+/// Inserts a new note at `version` and its index entries; returns its rowid.
+fn insert_row(
     conn: &Connection,
     vocabulary: &mut VocabularyChanges,
-    id: &str,
-    title: &str,
-    tags: &[String],
-    body: &str,
-    stamps: Stamps<'_>,
+    draft: &NoteDraft,
+    tags_json: &str,
+    created_at: &str,
+    updated_at: &str,
+    version: u64,
 ) -> rusqlite::Result<i64> {
-    let tags_json = tags_to_json(tags.iter().map(String::as_str));
     conn.prepare_cached(
-        "INSERT INTO notes (id, title, tags, body, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO notes (id, title, tags, body, created_at, updated_at, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![
-        id,
-        title,
+        draft.id,
+        draft.title,
         tags_json,
-        body,
-        stamps.created.unwrap_or(stamps.updated),
-        stamps.updated
+        draft.body,
+        created_at,
+        updated_at,
+        version
     ])?;
     let seq = conn.last_insert_rowid();
-    index_row(conn, vocabulary, seq, title, &tags_json, body, tags)?;
+    index_row(
+        conn,
+        vocabulary,
+        seq,
+        &draft.title,
+        tags_json,
+        &draft.body,
+        &draft.tags,
+    )?;
     Ok(seq)
+}
+
+/// Keeps `note` as its version `note.version`, made by `kind` at `note.updated_at`.
+fn record_version(
+    conn: &Connection,
+    note: &Note,
+    tags_json: &str,
+    kind: ChangeKind,
+    by: &str,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO note_versions (id, version, kind, changed_at, changed_by, title, tags, body, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        note.id,
+        note.version,
+        kind.as_str(),
+        note.updated_at,
+        by,
+        note.title,
+        tags_json,
+        note.body,
+        note.created_at
+    ])?;
+    Ok(())
+}
+
+/// The version a note made now under `id` gets: one more than any version the id had (a
+/// deleted note's count goes on), else 1.
+fn next_version(conn: &Connection, id: &str) -> rusqlite::Result<u64> {
+    conn.prepare_cached("SELECT coalesce(max(version), 0) + 1 FROM note_versions WHERE id = ?1")?
+        .query_row([id], |r| r.get(0))
 }
 
 /// Adds a stored note to the search and tag indexes. Single-row statements only: see the
@@ -90,20 +131,24 @@ pub(super) struct StoredRow {
     tags_json: String,
     body: String,
     created_at: String,
+    version: u64,
 }
 
 pub(super) fn stored_row(conn: &Connection, id: &str) -> rusqlite::Result<Option<StoredRow>> {
-    conn.prepare_cached("SELECT seq, title, tags, body, created_at FROM notes WHERE id = ?1")?
-        .query_row([id], |r| {
-            Ok(StoredRow {
-                seq: r.get(0)?,
-                title: r.get(1)?,
-                tags_json: r.get(2)?,
-                body: r.get(3)?,
-                created_at: r.get(4)?,
-            })
+    conn.prepare_cached(
+        "SELECT seq, title, tags, body, created_at, version FROM notes WHERE id = ?1",
+    )?
+    .query_row([id], |r| {
+        Ok(StoredRow {
+            seq: r.get(0)?,
+            title: r.get(1)?,
+            tags_json: r.get(2)?,
+            body: r.get(3)?,
+            created_at: r.get(4)?,
+            version: r.get(5)?,
         })
-        .optional()
+    })
+    .optional()
 }
 
 /// The dates one put stores.
@@ -125,29 +170,38 @@ impl<'a> Stamps<'a> {
     }
 }
 
-/// One put inside the caller's transaction, its vocabulary changes added to `vocabulary`.
+/// One put inside the caller's transaction, its vocabulary changes added to `vocabulary`,
+/// the note's new version recorded with `provenance`.
 pub(super) fn put_in(
     tx: &Connection,
     vocabulary: &mut VocabularyChanges,
     draft: NoteDraft,
     mode: PutMode,
     stamps: Stamps<'_>,
+    provenance: &Provenance,
 ) -> rusqlite::Result<PutOutcome> {
     let old = stored_row(tx, &draft.id)?;
     let replaceable = |old: &StoredRow| match mode {
         PutMode::CreateOnly => false,
-        PutMode::Replace => true,
+        PutMode::Replace | PutMode::ReplaceAtVersion(_) => true,
         PutMode::ReplaceTagged(tag) => serde_json::from_str::<Vec<String>>(&old.tags_json)
             .is_ok_and(|tags| tags.iter().any(|t| t == tag)),
     };
-    match old {
-        Some(old) if !replaceable(&old) => Ok(PutOutcome::Exists),
-        Some(old) => {
+    let tags_json = tags_to_json(draft.tags.iter().map(String::as_str));
+    match (old, mode) {
+        (None, PutMode::ReplaceAtVersion(_)) => Ok(PutOutcome::Missing),
+        (Some(old), PutMode::ReplaceAtVersion(expected)) if old.version != expected => {
+            Ok(PutOutcome::Stale {
+                current: old.version,
+            })
+        }
+        (Some(old), _) if !replaceable(&old) => Ok(PutOutcome::Exists),
+        (Some(old), _) => {
             unindex_row(tx, vocabulary, &old)?;
-            let tags_json = tags_to_json(draft.tags.iter().map(String::as_str));
             let created_at = stamps.created.map_or(old.created_at, str::to_owned);
+            let version = old.version + 1;
             tx.prepare_cached(
-                "UPDATE notes SET title = ?2, tags = ?3, body = ?4, created_at = ?5, updated_at = ?6 WHERE seq = ?1",
+                "UPDATE notes SET title = ?2, tags = ?3, body = ?4, created_at = ?5, updated_at = ?6, version = ?7 WHERE seq = ?1",
             )?
             .execute(params![
                 old.seq,
@@ -155,7 +209,8 @@ pub(super) fn put_in(
                 tags_json,
                 draft.body,
                 created_at,
-                stamps.updated
+                stamps.updated,
+                version
             ])?;
             index_row(
                 tx,
@@ -166,33 +221,53 @@ pub(super) fn put_in(
                 &draft.body,
                 &draft.tags,
             )?;
-            Ok(PutOutcome::Replaced(Note {
+            let note = Note {
                 id: draft.id,
                 title: draft.title,
                 tags: draft.tags,
                 body: draft.body,
                 created_at,
                 updated_at: stamps.updated.to_owned(),
-            }))
+                version,
+            };
+            record_version(
+                tx,
+                &note,
+                &tags_json,
+                provenance.kind_for(false),
+                &provenance.by,
+            )?;
+            Ok(PutOutcome::Replaced(note))
         }
-        None => {
+        (None, _) => {
+            let version = next_version(tx, &draft.id)?;
+            let created_at = stamps.created.unwrap_or(stamps.updated);
             insert_row(
                 tx,
                 vocabulary,
-                &draft.id,
-                &draft.title,
-                &draft.tags,
-                &draft.body,
-                stamps,
+                &draft,
+                &tags_json,
+                created_at,
+                stamps.updated,
+                version,
             )?;
-            Ok(PutOutcome::Created(Note {
+            let note = Note {
                 id: draft.id,
                 title: draft.title,
                 tags: draft.tags,
                 body: draft.body,
-                created_at: stamps.created.unwrap_or(stamps.updated).to_owned(),
+                created_at: created_at.to_owned(),
                 updated_at: stamps.updated.to_owned(),
-            }))
+                version,
+            };
+            record_version(
+                tx,
+                &note,
+                &tags_json,
+                provenance.kind_for(true),
+                &provenance.by,
+            )?;
+            Ok(PutOutcome::Created(note))
         }
     }
 }
@@ -201,6 +276,7 @@ pub(super) fn put_in(
 pub(super) fn put_write(
     draft: NoteDraft,
     mode: PutMode,
+    provenance: Provenance,
 ) -> impl Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<PutOutcome> + Send + 'static
 {
     move |tx, vocabulary| {
@@ -210,6 +286,7 @@ pub(super) fn put_write(
             draft.clone(),
             mode,
             Stamps::now(&now_rfc3339()),
+            &provenance,
         )
     }
 }
@@ -218,6 +295,7 @@ pub(super) fn put_write(
 pub(super) fn put_dated_write(
     notes: Vec<(NoteDraft, NoteDates)>,
     mode: PutMode,
+    provenance: Provenance,
 ) -> impl Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<Vec<PutOutcome>>
 + Send
 + 'static {
@@ -230,15 +308,16 @@ pub(super) fn put_dated_write(
                     created: dates.created_at.as_deref(),
                     updated: dates.updated_at.as_deref().unwrap_or(&now),
                 };
-                put_in(tx, vocabulary, draft.clone(), mode, stamps)
+                put_in(tx, vocabulary, draft.clone(), mode, stamps, &provenance)
             })
             .collect()
     }
 }
 
-/// The write of `delete`.
+/// The write of `delete`: the note goes, and stays in its history as a `deleted` version.
 pub(super) fn delete_write(
     id: String,
+    by: String,
 ) -> impl Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<bool> + Send + 'static {
     move |tx, vocabulary| {
         let Some(old) = stored_row(tx, &id)? else {
@@ -247,25 +326,67 @@ pub(super) fn delete_write(
         unindex_row(tx, vocabulary, &old)?;
         tx.prepare_cached("DELETE FROM notes WHERE seq = ?1")?
             .execute([old.seq])?;
+        // `record_version` keeps the tags as stored, from `old.tags_json`.
+        let gone = Note {
+            tags: Vec::new(),
+            id: id.clone(),
+            title: old.title,
+            body: old.body,
+            created_at: old.created_at,
+            updated_at: now_rfc3339(),
+            version: old.version + 1,
+        };
+        record_version(tx, &gone, &old.tags_json, ChangeKind::Deleted, &by)?;
         Ok(true)
     }
 }
 
+/// The write of `purge`: the note, if it exists, and every version of it, for good.
+pub(super) fn purge_write(
+    id: String,
+) -> impl Fn(&Transaction<'_>, &mut VocabularyChanges) -> rusqlite::Result<Purged> + Send + 'static
+{
+    move |tx, vocabulary| {
+        let note = match stored_row(tx, &id)? {
+            Some(old) => {
+                unindex_row(tx, vocabulary, &old)?;
+                tx.prepare_cached("DELETE FROM notes WHERE seq = ?1")?
+                    .execute([old.seq])?;
+                true
+            }
+            None => false,
+        };
+        let versions = tx
+            .prepare_cached("DELETE FROM note_versions WHERE id = ?1")?
+            .execute([&id])?;
+        Ok(Purged {
+            note,
+            versions: versions as u64,
+        })
+    }
+}
+
 impl QueuedWrites for SqliteBackend {
-    fn queue_put(&self, draft: NoteDraft, mode: PutMode) -> QueuedWrite<'_, PutOutcome> {
-        self.queued(SAVE_A_NOTE, put_write(draft, mode))
+    fn queue_put(
+        &self,
+        draft: NoteDraft,
+        mode: PutMode,
+        provenance: &Provenance,
+    ) -> QueuedWrite<'_, PutOutcome> {
+        self.queued(SAVE_A_NOTE, put_write(draft, mode, provenance.clone()))
     }
 
     fn queue_put_dated(
         &self,
         notes: Vec<(NoteDraft, NoteDates)>,
         mode: PutMode,
+        provenance: &Provenance,
     ) -> QueuedWrite<'_, Vec<PutOutcome>> {
-        self.queued(SAVE_NOTES, put_dated_write(notes, mode))
+        self.queued(SAVE_NOTES, put_dated_write(notes, mode, provenance.clone()))
     }
 
-    fn queue_delete(&self, id: &str) -> QueuedWrite<'_, bool> {
-        self.queued(DELETE_A_NOTE, delete_write(id.to_owned()))
+    fn queue_delete(&self, id: &str, by: &str) -> QueuedWrite<'_, bool> {
+        self.queued(DELETE_A_NOTE, delete_write(id.to_owned(), by.to_owned()))
     }
 
     fn can_queue(&self) -> bool {

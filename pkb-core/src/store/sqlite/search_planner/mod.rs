@@ -518,7 +518,13 @@ mod tests {
                 tags: pick(i % 3).iter().map(|t| t.to_lowercase()).collect(),
                 body: pick(5 + i % 20).join(" "),
             };
-            backend.put(draft, PutMode::CreateOnly).unwrap();
+            backend
+                .put(
+                    draft,
+                    PutMode::CreateOnly,
+                    &crate::store::Provenance::write("test"),
+                )
+                .unwrap();
         }
         // Replacements and deletions must leave the vocabulary as if never written.
         for i in (0..240).step_by(7) {
@@ -528,10 +534,16 @@ mod tests {
                 tags: vec!["t".to_owned()],
                 body: pick(8).join(" "),
             };
-            backend.put(draft, PutMode::Replace).unwrap();
+            backend
+                .put(
+                    draft,
+                    PutMode::Replace,
+                    &crate::store::Provenance::write("test"),
+                )
+                .unwrap();
         }
         for i in (3..240).step_by(11) {
-            assert!(backend.delete(&format!("n{i}")).unwrap());
+            assert!(backend.delete(&format!("n{i}"), "test").unwrap());
         }
         backend
     }
@@ -690,7 +702,13 @@ mod tests {
                 }
             })
             .collect();
-        backend.put_many(drafts, PutMode::CreateOnly).unwrap();
+        backend
+            .put_many(
+                drafts,
+                PutMode::CreateOnly,
+                &crate::store::Provenance::write("test"),
+            )
+            .unwrap();
         for q in [
             "common",
             "half",
@@ -904,7 +922,13 @@ mod tests {
                 body: "common words".to_owned(),
             })
             .collect();
-        backend.put_many(drafts, PutMode::CreateOnly).unwrap();
+        backend
+            .put_many(
+                drafts,
+                PutMode::CreateOnly,
+                &crate::store::Provenance::write("test"),
+            )
+            .unwrap();
         let tags = |t: &[&str]| t.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
         backend.read_for_tests(|conn| {
             assert!(tag_is_rarer(conn, &tags(&["seldom"]), 400)?);
@@ -940,7 +964,12 @@ mod tests {
             tags: Vec::new(),
             body: body.join(" "),
         };
-        many.put(draft, PutMode::CreateOnly).unwrap();
+        many.put(
+            draft,
+            PutMode::CreateOnly,
+            &crate::store::Provenance::write("test"),
+        )
+        .unwrap();
         many.read_for_tests(|conn| {
             assert!(
                 routed(conn, "zq", &[], Route::Here)?.is_none(),

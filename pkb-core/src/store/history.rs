@@ -1,0 +1,163 @@
+//! What the store keeps of every change: each version of a note, what made it, when and by
+//! whom, as every engine records it in the same transaction as the change itself.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::note::Note;
+
+/// What made a version, as `history` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    /// The note was made.
+    Created,
+    /// The note was written whole again (`write` with `overwrite`).
+    Replaced,
+    /// Part of the note was changed (`edit`).
+    Edited,
+    /// The note was deleted; the version holds it as it was.
+    Deleted,
+    /// An earlier version was made the current one again.
+    Restored,
+    /// The note came from a Markdown file through `pkb-server import`.
+    Imported,
+    /// The note's file in a vault was changed outside PKB.
+    File,
+}
+
+impl ChangeKind {
+    /// The word stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Created => "created",
+            ChangeKind::Replaced => "replaced",
+            ChangeKind::Edited => "edited",
+            ChangeKind::Deleted => "deleted",
+            ChangeKind::Restored => "restored",
+            ChangeKind::Imported => "imported",
+            ChangeKind::File => "file",
+        }
+    }
+
+    /// The kind a stored word names; an unknown word (from a newer PKB) reads as an edit.
+    pub fn parse(word: &str) -> ChangeKind {
+        match word {
+            "created" => ChangeKind::Created,
+            "replaced" => ChangeKind::Replaced,
+            "deleted" => ChangeKind::Deleted,
+            "restored" => ChangeKind::Restored,
+            "imported" => ChangeKind::Imported,
+            "file" => ChangeKind::File,
+            _ => ChangeKind::Edited,
+        }
+    }
+}
+
+/// Who is recorded as making a change when a client gave no name.
+pub const UNKNOWN_CLIENT: &str = "unknown client";
+
+/// How a write is recorded: by whom, and as what kind of change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Provenance {
+    /// The client (`<name> <version>`), `pkb-server import`, or `file`.
+    pub by: Arc<str>,
+    /// The kind recorded; `None` records [`ChangeKind::Created`] for a new note and
+    /// [`ChangeKind::Replaced`] for a replaced one.
+    pub kind: Option<ChangeKind>,
+}
+
+impl Provenance {
+    /// A plain write by `by`.
+    pub fn write(by: impl Into<Arc<str>>) -> Provenance {
+        Provenance {
+            by: by.into(),
+            kind: None,
+        }
+    }
+
+    /// A write by `by` recorded as `kind`.
+    pub fn recorded_as(by: impl Into<Arc<str>>, kind: ChangeKind) -> Provenance {
+        Provenance {
+            by: by.into(),
+            kind: Some(kind),
+        }
+    }
+
+    /// The kind recorded for a note that `created` (or else replaced).
+    pub fn kind_for(&self, created: bool) -> ChangeKind {
+        self.kind.unwrap_or(if created {
+            ChangeKind::Created
+        } else {
+            ChangeKind::Replaced
+        })
+    }
+}
+
+/// One version of a note, as `history(id)` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct VersionSummary {
+    /// The version's number: 1 for the first, one more at every change.
+    pub version: u64,
+    /// What made it.
+    pub change: ChangeKind,
+    /// When (RFC 3339, UTC).
+    pub at: String,
+    /// Who: the client's name and version, `pkb-server import`, or `file`.
+    pub by: String,
+    /// The note's title after the change.
+    pub title: String,
+    /// How many characters its body held after the change.
+    pub chars: u64,
+}
+
+/// One change of some note, as `history()` lists the latest across notes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct RecentChange {
+    /// The note's id.
+    pub id: String,
+    /// The version the change made.
+    pub version: u64,
+    /// What it was.
+    pub change: ChangeKind,
+    /// When (RFC 3339, UTC).
+    pub at: String,
+    /// Who.
+    pub by: String,
+    /// The note's title after it.
+    pub title: String,
+}
+
+/// A version of a note, whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoteVersion {
+    /// The note as that version left it; `updated_at` is when the version was made and
+    /// `version` its number.
+    pub note: Note,
+    /// What made it.
+    pub change: ChangeKind,
+    /// Who.
+    pub by: String,
+}
+
+/// What looking up one version of a note found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VersionLookup {
+    /// That version.
+    Found(Box<NoteVersion>),
+    /// The note has versions, but not this one (never had it, or it was pruned).
+    NoSuchVersion,
+    /// No note has ever had this id (or it was purged).
+    NoSuchNote,
+}
+
+/// What `purge` removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Purged {
+    /// Whether the note existed (was not deleted).
+    pub note: bool,
+    /// How many versions were erased.
+    pub versions: u64,
+}
