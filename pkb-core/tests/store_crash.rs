@@ -1,8 +1,10 @@
-//! An answered write survives `kill -9` of the process that made it.
+//! An answered write survives `kill -9` of the process that made it, and so does every
+//! version it kept.
 //!
 //! The test re-runs its own binary as the writer (selected by an environment variable), lets it
-//! save notes in a loop, printing each id once `put` has returned, kills it with SIGKILL at a
-//! moment derived from the clock, then reopens the file and checks every acknowledged note.
+//! save and edit notes in a loop, printing each id once the call has returned, kills it with
+//! SIGKILL at a moment derived from the clock, then reopens the file and checks every
+//! acknowledged note and each of its versions.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -11,7 +13,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use pkb_core::store::{NoteDraft, PutMode, sqlite};
+use pkb_core::note_edit::{BodyChange, NoteEdit, TagChange};
+use pkb_core::store::{EditOutcome, NoteDraft, PutMode, VersionLookup, sqlite};
 
 const ROLE: &str = "PKB_STORE_CRASH_WRITER_DB";
 const TEST_NAME: &str = "acknowledged_writes_survive_sigkill";
@@ -34,8 +37,23 @@ fn parse_title(title: &str) -> Option<(u64, u64)> {
     Some((i.parse().ok()?, v.parse().ok()?))
 }
 
-/// The child: creates new notes and, every third step, replaces an earlier one with a newer
-/// version. Prints `ack <index> <version> ok` after each put returns.
+/// `content(i, version)` as an edit of `content(i, version - 1)` makes it.
+fn edit_to(i: u64, version: u64) -> NoteEdit {
+    let target = content(i, version);
+    NoteEdit {
+        title: Some(target.title),
+        tags: TagChange::Set(target.tags),
+        body: Some(BodyChange::Replace {
+            old: format!("note {i} version {}; ", version - 1),
+            new: format!("note {i} version {version}; "),
+            all: true,
+        }),
+    }
+}
+
+/// The child: creates new notes and, every third step, changes an earlier one to a newer
+/// version, by a whole write or an edit in turn. Prints `ack <index> <version> ok` after
+/// each call returns.
 fn run_writer(db: &Path) {
     // libtest has printed "test <name> ... " without a newline; start acks on a fresh line.
     println!();
@@ -53,10 +71,18 @@ fn run_writer(db: &Path) {
             } else {
                 (versions.len() as u64, 1)
             };
-            store
-                .put(content(i, version), PutMode::Replace)
-                .await
-                .expect("put");
+            if version > 1 && step.is_multiple_of(2) {
+                let edited = store
+                    .edit(&format!("crash-{i}"), &edit_to(i, version), None)
+                    .await
+                    .expect("edit");
+                assert!(matches!(edited, EditOutcome::Edited { .. }), "{edited:?}");
+            } else {
+                store
+                    .put(content(i, version), PutMode::Replace)
+                    .await
+                    .expect("put");
+            }
             if version == 1 {
                 versions.push(1);
             } else {
@@ -150,6 +176,20 @@ fn acknowledged_writes_survive_sigkill() {
             assert_eq!(note.title, expected.title);
             assert_eq!(note.body, expected.body, "crash-{i} body intact");
             assert_eq!(note.tags, expected.tags);
+            assert_eq!(note.version, version, "crash-{i}: its version count");
+            // Every version the writer was answered for is kept, whole.
+            for earlier in 1..=acked_version {
+                let VersionLookup::Found(kept) = store.version(&note.id, earlier).await.unwrap()
+                else {
+                    panic!("crash-{i} lost its answered version {earlier}");
+                };
+                let expected = content(i, earlier);
+                assert_eq!(
+                    (&kept.note.title, &kept.note.body, &kept.note.tags),
+                    (&expected.title, &expected.body, &expected.tags),
+                    "crash-{i} version {earlier}"
+                );
+            }
         }
         // Seeds plus every acknowledged note, and at most one more that was in flight.
         let count = store.count().await.unwrap();

@@ -378,7 +378,8 @@ pub async fn prune_history(store: &Store, days: u32) -> ExitCode {
     let older_than = Duration::from_secs(u64::from(days) * 24 * 60 * 60);
     match store.prune_versions(older_than).await {
         Ok(dropped) => print_out(&format!(
-            "pruned {dropped} versions made more than {days} days ago; each note's newest version stays\n"
+            "pruned {dropped} {} made more than {days} days ago; each note's newest version stays\n",
+            if dropped == 1 { "version" } else { "versions" }
         )),
         Err(error) => store_error_out(&error.to_string(), &error),
     }
@@ -398,9 +399,12 @@ pub async fn purge(store: &Store, id: &str) -> ExitCode {
             } else {
                 format!("the deleted note {id}")
             };
+            let versions = match purged.versions {
+                1 => "1 version".to_owned(),
+                many => format!("{many} versions"),
+            };
             print_out(&format!(
-                "purged {note} and its {} versions; nothing of it is left\n",
-                purged.versions
+                "purged {note} and its {versions}; nothing of it is left\n"
             ))
         }
         Err(error) => store_error_out(&error.to_string(), &error),

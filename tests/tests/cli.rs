@@ -24,6 +24,9 @@ fn tools_lists_every_tool_with_its_arguments() {
         "search",
         "fetch",
         "write",
+        "edit",
+        "history",
+        "restore",
         "summarize",
         "summarize_and_save",
         "delete",
@@ -436,4 +439,138 @@ fn the_server_raises_its_soft_limit_of_open_files_to_the_hard_one() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(soft.as_deref(), Some("4096"));
+}
+
+/// A note `diary` with five versions, the first three made `old` (an SQL date) on `db`.
+fn diary_with_old_versions(db: &str, set_old: impl FnOnce(&str)) {
+    let calls = [
+        ("write", r#"{"title": "Diary", "body": "v1"}"#),
+        ("edit", r#"{"id": "diary", "append": "v2"}"#),
+        ("edit", r#"{"id": "diary", "append": "v3"}"#),
+        ("edit", r#"{"id": "diary", "append": "v4"}"#),
+        ("edit", r#"{"id": "diary", "append": "v5"}"#),
+    ];
+    for (tool, arguments) in calls {
+        let output = pkb(&["--db", db, "call", tool, arguments]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    set_old(
+        "UPDATE {versions} SET changed_at = '2020-01-01T00:00:00.000Z' WHERE id = 'diary' AND version <= 3",
+    );
+}
+
+fn versions_of(db: &str, id: &str) -> Vec<u64> {
+    let output = pkb(&[
+        "--db",
+        db,
+        "call",
+        "history",
+        &format!(r#"{{"id": "{id}"}}"#),
+    ]);
+    if !output.status.success() {
+        return Vec::new();
+    }
+    let history: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    history["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_u64().unwrap())
+        .collect()
+}
+
+/// `history prune` drops old versions but never a note's newest; `purge` erases a note and
+/// its versions for good, and says what it removed.
+fn prune_and_purge(db: &str, set_old: impl FnOnce(&str)) {
+    diary_with_old_versions(db, set_old);
+    // The seed notes' only versions are old too, by then: each is its note's newest.
+    let output = pkb(&["--db", db, "history", "prune", "--older-than", "30"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "pruned 3 versions made more than 30 days ago; each note's newest version stays\n"
+    );
+    assert_eq!(versions_of(db, "diary"), [5, 4]);
+    assert_eq!(
+        versions_of(db, "todo"),
+        [1],
+        "a note's current state is never pruned"
+    );
+
+    let deleted = pkb(&["--db", db, "call", "delete", r#"{"id": "diary"}"#]);
+    assert!(deleted.status.success());
+    let output = pkb(&["--db", db, "purge", "diary"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "purged the deleted note diary and its 3 versions; nothing of it is left\n"
+    );
+    assert!(versions_of(db, "diary").is_empty());
+    let restore = pkb(&[
+        "--db",
+        db,
+        "call",
+        "restore",
+        r#"{"id": "diary", "version": 4}"#,
+    ]);
+    assert!(!restore.status.success());
+    assert!(String::from_utf8_lossy(&restore.stderr).contains("No note found with ID: diary"));
+
+    let output = pkb(&["--db", db, "purge", "todo"]);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "purged the note todo and its 1 version; nothing of it is left\n"
+    );
+    let output = pkb(&["--db", db, "purge", "todo"]);
+    assert!(!output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr).trim(),
+        "No note found with ID: todo"
+    );
+    let fetched = pkb(&["--db", db, "call", "fetch", r#"{"id": "todo"}"#]);
+    assert!(!fetched.status.success(), "a purged note is gone");
+}
+
+#[test]
+fn history_prune_and_purge_look_after_the_history() {
+    let (_dir, db) = support::temp_store();
+    let path = db.clone();
+    prune_and_purge(&db, move |sql| {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute(&sql.replace("{versions}", "note_versions"), [])
+            .unwrap();
+    });
+    let output = pkb(&["--db", &db, "check"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn history_prune_and_purge_look_after_a_postgresql_history() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let Some(url) = runtime.block_on(support::postgres_database()) else {
+        return;
+    };
+    let sql_url = url.clone();
+    prune_and_purge(&url, move |sql| {
+        runtime.block_on(pkb_core::store::postgres::testing::execute(
+            &sql_url,
+            &sql.replace("{versions}", "pkb_note_versions"),
+        ));
+    });
 }

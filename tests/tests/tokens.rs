@@ -126,6 +126,8 @@ async fn a_read_only_token_reads_and_every_write_gets_403() {
         ("write", json!({"title": "Sneaky", "body": ""})),
         ("summarize_and_save", json!({"id": "todo"})),
         ("delete", json!({"id": "todo"})),
+        ("edit", json!({"id": "todo", "append": "x"})),
+        ("restore", json!({"id": "todo", "version": 1})),
     ] {
         let answer = raw.call(tool, arguments).await;
         assert_eq!(answer.status, 403, "{tool}: {answer:?}");
@@ -157,6 +159,12 @@ async fn a_read_only_token_reads_and_every_write_gets_403() {
     );
     let sneaky = raw.call("fetch", json!({"id": "sneaky"})).await;
     assert_eq!(sneaky.result()["isError"], true, "nothing was written");
+    // The history is read, as notes are.
+    let history = raw.call("history", json!({"id": "todo"})).await;
+    assert_eq!(
+        history.result()["structuredContent"]["versions"][0]["version"],
+        1
+    );
 }
 
 #[tokio::test]
@@ -461,6 +469,61 @@ async fn users_never_see_each_others_notes_in(store_args: &[&str]) {
         .await
         .unwrap();
     assert!(tags.completion.values.is_empty());
+    // Nor alice's history: her note's versions, her changes, her deleted notes.
+    call(
+        &alice_client,
+        "edit",
+        json!({"id": "secret-plan", "append": "more"}),
+    )
+    .await;
+    call(
+        &alice_client,
+        "write",
+        json!({"title": "Gone plan", "body": "deleted"}),
+    )
+    .await;
+    call(&alice_client, "delete", json!({"id": "gone-plan"})).await;
+    for (tool, arguments, told) in [
+        (
+            "history",
+            json!({"id": "secret-plan"}),
+            "No note found with ID: secret-plan",
+        ),
+        (
+            "history",
+            json!({"id": "gone-plan"}),
+            "No note found with ID: gone-plan",
+        ),
+        (
+            "fetch",
+            json!({"id": "gone-plan", "version": 1}),
+            "No note found with ID: gone-plan",
+        ),
+        (
+            "restore",
+            json!({"id": "gone-plan", "version": 1}),
+            "No note found with ID: gone-plan",
+        ),
+        (
+            "edit",
+            json!({"id": "secret-plan", "append": "x"}),
+            "No note found with ID: secret-plan",
+        ),
+    ] {
+        assert_eq!(
+            text(&call(&bob_client, tool, arguments).await),
+            told,
+            "{tool}"
+        );
+    }
+    let changes = structured(&call(&bob_client, "history", json!({})).await);
+    assert_eq!(changes["changes"], json!([]), "bob has made no change yet");
+    let history = bob_client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "pkb://notes/secret-plan/history",
+        ))
+        .await;
+    assert!(history.is_err(), "{history:?}");
     // Bob may write the same title: it is his own note.
     let his = call(
         &bob_client,

@@ -346,6 +346,22 @@ fn an_existing_id_is_skipped_unless_overwrite() {
         "no date given: created is kept"
     );
     assert!(replaced.updated_at > seeded.updated_at);
+    assert_eq!(replaced.version, 2);
+    let (status, stdout, stderr) =
+        run_command(&["--db", &db, "call", "history", r#"{"id": "todo"}"#]);
+    assert!(status.success(), "{stderr}");
+    let history: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let versions: Vec<(&str, &str)> = history["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["change"].as_str().unwrap(), v["by"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        versions,
+        [("imported", "pkb-server import"), ("created", "pkb-server")],
+        "the seed note's first version is kept, and the import recorded as the terminal's"
+    );
 }
 
 #[test]

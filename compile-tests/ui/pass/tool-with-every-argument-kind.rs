@@ -22,10 +22,19 @@ async fn every_kind(
     /// A switch.
     #[arg(default)]
     verbose: bool,
+    /// An optional text: its rules hold when it is given.
+    #[arg(default, trim, single_line, min_len = 1, max_len = 20)]
+    nickname: Option<String>,
+    /// An optional list.
+    #[arg(default, max_items = 3, item_max_len = 10)]
+    aliases: Option<Vec<String>>,
+    /// An optional number.
+    #[arg(default, min = 1)]
+    expect_version: Option<u64>,
 ) -> Result<Output, ToolError> {
     let _ = ctx;
     Ok(Output {
-        summary: format!("{title} {tags:?} {limit} {verbose}"),
+        summary: format!("{title} {tags:?} {limit} {verbose} {nickname:?} {aliases:?} {expect_version:?}"),
     })
 }
 
@@ -36,5 +45,5 @@ fn output_text(output: &Output) -> String {
 fn main() {
     let registry: Registry = Registry::collect().unwrap();
     let tool = registry.tool("every_kind").unwrap();
-    assert_eq!(tool.args.len(), 4);
+    assert_eq!(tool.args.len(), 7);
 }

@@ -257,6 +257,20 @@ mod tests {
             1,
             "a known user is not seeded"
         );
+        // Version 5 keeps each note as it was as its version 1.
+        let note = store.get("old").await.unwrap().unwrap();
+        assert_eq!(note.version, 1);
+        let history = store.history("old", 10).await.unwrap().unwrap();
+        assert_eq!(history.len(), 1);
+        assert_eq!(
+            (history[0].change, history[0].by.as_str(), history[0].chars),
+            (crate::store::ChangeKind::Created, "unknown client", 20)
+        );
+        let crate::store::VersionLookup::Found(first) = store.version("old", 1).await.unwrap()
+        else {
+            panic!("version 1 of a note from before versions");
+        };
+        assert_eq!(first.note, note);
         store.verify().await.unwrap();
         store.merge_index().await.unwrap();
         drop((store, database));

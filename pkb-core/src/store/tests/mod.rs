@@ -1090,3 +1090,5 @@ on_both_backends! {
         assert_eq!(hits[0].id, "n00000");
     }
 }
+
+mod history;

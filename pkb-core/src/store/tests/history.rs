@@ -1,0 +1,127 @@
+//! The versions every change keeps, on each backend: what is recorded, what reads them,
+//! what prune and purge take, and that a replace at a version loses no change made meanwhile.
+
+use super::*;
+use crate::note_edit::{BodyChange, NoteEdit};
+
+fn summary(versions: &[VersionSummary]) -> Vec<(u64, ChangeKind, &str)> {
+    versions
+        .iter()
+        .map(|v| (v.version, v.change, v.by.as_str()))
+        .collect()
+}
+
+on_both_backends! {
+    async fn every_change_is_kept_with_its_kind_and_client() {
+        let store = empty().await.changed_by("claude-ai 1.2");
+        let created = store.put(draft("n", "N", &["a"], "one"), PutMode::CreateOnly).await.unwrap();
+        assert!(matches!(created, PutOutcome::Created(ref n) if n.version == 1));
+        store.put(draft("n", "N", &["a"], "two"), PutMode::Replace).await.unwrap();
+        let edit = NoteEdit { title: Some("M".to_owned()), ..NoteEdit::default() };
+        let EditOutcome::Edited { note, title_changed } = store.edit("n", &edit, None).await.unwrap() else {
+            panic!("edited");
+        };
+        assert!(title_changed);
+        assert_eq!((note.version, note.title.as_str(), note.body.as_str()), (3, "M", "two"));
+        let other = store.changed_by("pkb-server import");
+        other
+            .put_dated(vec![(draft("n", "M", &["b"], "three"), NoteDates::default())], PutMode::Replace)
+            .await
+            .unwrap();
+        assert!(store.delete("n").await.unwrap());
+        let history = store.history("n", 100).await.unwrap().unwrap();
+        assert_eq!(summary(&history), [
+            (5, ChangeKind::Deleted, "claude-ai 1.2"),
+            (4, ChangeKind::Imported, "pkb-server import"),
+            (3, ChangeKind::Edited, "claude-ai 1.2"),
+            (2, ChangeKind::Replaced, "claude-ai 1.2"),
+            (1, ChangeKind::Created, "claude-ai 1.2"),
+        ]);
+        assert_eq!(history[0].title, "M");
+        assert_eq!(history[0].chars, 5, "the deleted version holds the note as it was");
+        let VersionLookup::Found(deleted) = store.version("n", 5).await.unwrap() else {
+            panic!("the deleted version");
+        };
+        assert_eq!((deleted.note.body.as_str(), deleted.note.tags.clone()), ("three", vec!["b".to_owned()]));
+        assert_eq!(store.version("n", 6).await.unwrap(), VersionLookup::NoSuchVersion);
+        assert_eq!(store.version("never", 1).await.unwrap(), VersionLookup::NoSuchNote);
+        assert_eq!(store.history("never", 10).await.unwrap(), None);
+        assert_eq!(store.history("n", 2).await.unwrap().unwrap().len(), 2);
+        let recent = store.recent_changes(2).await.unwrap();
+        assert_eq!(
+            recent.iter().map(|c| (c.id.as_str(), c.version, c.change)).collect::<Vec<_>>(),
+            [("n", 5, ChangeKind::Deleted), ("n", 4, ChangeKind::Imported)]
+        );
+    }
+
+    async fn a_replace_at_a_version_loses_nothing_made_meanwhile() {
+        let store = empty().await;
+        store.put(draft("n", "N", &[], "one"), PutMode::CreateOnly).await.unwrap();
+        let stale = store.put(draft("n", "N", &[], "late"), PutMode::ReplaceAtVersion(2)).await.unwrap();
+        assert_eq!(stale, PutOutcome::Stale { current: 1 });
+        let missing = store.put(draft("m", "M", &[], "x"), PutMode::ReplaceAtVersion(1)).await.unwrap();
+        assert_eq!(missing, PutOutcome::Missing);
+        assert!(store.get("m").await.unwrap().is_none(), "nothing was made");
+        let done = store.put(draft("n", "N", &[], "two"), PutMode::ReplaceAtVersion(1)).await.unwrap();
+        assert!(matches!(done, PutOutcome::Replaced(ref n) if n.version == 2 && n.body == "two"));
+        // Edits of one note at once each apply to the note as the other left it.
+        let appends = (0..8).map(|k| {
+            let store = store.clone();
+            async move {
+                let edit = NoteEdit { body: Some(BodyChange::Append(format!("line {k}"))), ..NoteEdit::default() };
+                store.edit("n", &edit, None).await.unwrap()
+            }
+        });
+        futures::future::join_all(appends).await;
+        let note = store.get("n").await.unwrap().unwrap();
+        assert_eq!(note.version, 10);
+        for k in 0..8 {
+            assert!(note.body.lines().any(|l| l == format!("line {k}")), "{}", note.body);
+        }
+    }
+
+    async fn a_note_made_again_goes_on_counting_and_restore_brings_one_back() {
+        let store = empty().await;
+        store.put(draft("n", "Old", &["x"], "first"), PutMode::CreateOnly).await.unwrap();
+        store.delete("n").await.unwrap();
+        let again = store.put(draft("n", "New", &[], "second"), PutMode::CreateOnly).await.unwrap();
+        assert!(matches!(again, PutOutcome::Created(ref n) if n.version == 3));
+        let created_at = store.get("n").await.unwrap().unwrap().created_at;
+        store.delete("n").await.unwrap();
+        let RestoreOutcome::Restored { note, from, created } = store.restore("n", 1).await.unwrap() else {
+            panic!("restored");
+        };
+        assert!(created, "the deleted note is back");
+        assert_eq!((note.version, from, note.title.as_str(), note.tags.clone()), (5, 1, "Old", vec!["x".to_owned()]));
+        assert_ne!(note.created_at, created_at, "it was first made with version 1");
+        assert_eq!(store.restore("n", 9).await.unwrap(), RestoreOutcome::NoSuchVersion);
+        assert_eq!(store.restore("never", 1).await.unwrap(), RestoreOutcome::NoSuchNote);
+        assert_eq!(ids(&store, "old").await, ["n"], "searchable again");
+    }
+
+    async fn prune_keeps_each_notes_newest_and_purge_erases_all() {
+        let store = empty().await;
+        for body in ["a", "b", "c"] {
+            store.put(draft("kept", "K", &[], body), PutMode::Replace).await.unwrap();
+        }
+        store.put(draft("gone", "G", &[], "g"), PutMode::CreateOnly).await.unwrap();
+        store.delete("gone").await.unwrap();
+        // Everything is older than a moment from now (dates count whole milliseconds).
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert_eq!(store.prune_versions(Duration::ZERO).await.unwrap(), 3);
+        assert_eq!(store.prune_versions(Duration::ZERO).await.unwrap(), 0);
+        let kept = store.history("kept", 10).await.unwrap().unwrap();
+        assert_eq!(kept.iter().map(|v| v.version).collect::<Vec<_>>(), [3]);
+        let gone = store.history("gone", 10).await.unwrap().unwrap();
+        assert_eq!(gone.iter().map(|v| v.change).collect::<Vec<_>>(), [ChangeKind::Deleted]);
+        assert!(matches!(store.restore("gone", 2).await.unwrap(), RestoreOutcome::Restored { .. }));
+        assert_eq!(store.prune_versions(Duration::from_secs(86_400)).await.unwrap(), 0, "nothing that old");
+
+        assert_eq!(store.purge("gone").await.unwrap(), Purged { note: true, versions: 2 });
+        assert_eq!(store.history("gone", 10).await.unwrap(), None);
+        assert!(store.get("gone").await.unwrap().is_none());
+        assert_eq!(store.purge("gone").await.unwrap(), Purged::default());
+        assert_eq!(ids(&store, "g").await, Vec::<String>::new());
+        store.verify().await.unwrap();
+    }
+}
