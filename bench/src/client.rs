@@ -303,6 +303,22 @@ pub enum Expect {
     },
     /// `write` of a new note.
     Write(Note),
+    /// `edit` of a note that leaves it at `version`.
+    Edit {
+        /// The note's id.
+        id: String,
+        /// Its version after the edit.
+        version: u64,
+    },
+    /// `history` of one note whose newest version is `newest`, listing `listed` versions.
+    History {
+        /// The note's id.
+        id: String,
+        /// Its newest version.
+        newest: u64,
+        /// How many versions the answer lists.
+        listed: usize,
+    },
 }
 
 /// The notes a server holds, numbered in load order (seed notes first).
@@ -415,6 +431,29 @@ pub fn check(answer: &Value, expect: &Expect, catalog: &Catalog) -> Result<(), E
                 || text != format!("saved: {}", note.id)
             {
                 return fail(&format!("write did not create {}", note.id));
+            }
+        }
+        Expect::Edit { id, version } => {
+            if structured.get("id").and_then(Value::as_str) != Some(id)
+                || structured.get("version") != Some(&json!(version))
+                || text != format!("edited: {id} (version {version})")
+            {
+                return fail(&format!("edit did not make version {version} of {id}"));
+            }
+        }
+        Expect::History { id, newest, listed } => {
+            let versions = structured.get("versions").and_then(Value::as_array);
+            if structured.get("id").and_then(Value::as_str) != Some(id)
+                || versions.map(Vec::len) != Some(*listed)
+                || versions
+                    .and_then(|v| v.first())
+                    .and_then(|v| v.get("version"))
+                    != Some(&json!(newest))
+                || !text_is_json()
+            {
+                return fail(&format!(
+                    "history of {id} is not its newest {listed} versions"
+                ));
             }
         }
     }

@@ -13,6 +13,7 @@
 
 mod client;
 mod floor;
+mod history;
 mod measure;
 mod phases;
 mod postgres;
@@ -37,8 +38,10 @@ usage: cargo run --release -p pkb-bench -- [options]
   --sizes LIST       store sizes for the scale phase, or `none` [default: 10000,100000]
   --only LIST        run only these parts of the fresh-store phase, for profiling:
                      cold,echo,fetch,search,write,stateless,pipelined,
-                     pipelined-write, and vault (import and export of a
-                     generated vault of 10,000 Markdown files)
+                     pipelined-write, vault (import and export of a
+                     generated vault of 10,000 Markdown files), and history
+                     (edit against write, fetch of notes with 50 versions,
+                     history of a note with 1,000)
                      [default: all]
   --calls N          sequential calls per tool, after warm-up [default: 5000]
   --warmup N         warm-up calls before each sequential run [default: 500]
@@ -382,6 +385,23 @@ fn targets_unchecked(key: &Key) -> Vec<Target> {
             holds: Some(*p99 <= 10_000.0),
         });
     }
+    let [edit, write] = key.edit_write_p50;
+    out.push(Target {
+        name: "edit p50 within 1.2x of write p50".into(),
+        measured: format!("{} vs {} = {:.2}x", us(edit), us(write), ratio(edit, write)),
+        holds: Some(ratio(edit, write) <= 1.2),
+    });
+    let [many, one] = key.versioned_fetch_p50;
+    out.push(Target {
+        name: "fetch p50 of notes with 50 versions within 1.1x of notes with one".into(),
+        measured: format!("{} vs {} = {:.2}x", us(many), us(one), ratio(many, one)),
+        holds: Some(ratio(many, one) <= 1.1),
+    });
+    out.push(Target {
+        name: "history of a note with 1,000 versions p99 <= 5 ms".into(),
+        measured: us(key.history_p99),
+        holds: Some(key.history_p99 <= 5_000.0),
+    });
     out.push(Target {
         name: "write p50 with a durable commit".into(),
         measured: format!(
@@ -495,6 +515,15 @@ fn run(config: &Config) -> Result<(), Error> {
     };
     if config.runs("vault") {
         vault::import_export(VAULT_NOTES, &server, temp.path(), &mut report, &mut key)?;
+    }
+    if config.runs("history") {
+        history::run(
+            &server,
+            temp.path(),
+            config.calls.min(2_000),
+            &mut report,
+            &mut key,
+        )?;
     }
     phases::fsync(temp.path(), &mut report, &mut key)?;
     if !config.sizes.is_empty() {

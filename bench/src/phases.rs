@@ -63,6 +63,12 @@ pub struct Key {
     pub postgres_pipelined_writes: [f64; 2],
     /// Search p99 on PostgreSQL, per store size (µs).
     pub postgres_search_p99: std::collections::BTreeMap<usize, f64>,
+    /// Edit p50 and write p50, measured alternately (µs).
+    pub edit_write_p50: [f64; 2],
+    /// Fetch p50 of notes with 50 versions and with one, alternately (µs).
+    pub versioned_fetch_p50: [f64; 2],
+    /// History p99 of a note with 1,000 versions (µs).
+    pub history_p99: f64,
 }
 
 impl Default for Key {
@@ -83,6 +89,9 @@ impl Default for Key {
             postgres_write_p50: [f64::NAN; 2],
             postgres_pipelined_writes: [f64::NAN; 2],
             postgres_search_p99: Default::default(),
+            edit_write_p50: [f64::NAN; 2],
+            versioned_fetch_p50: [f64::NAN; 2],
+            history_p99: f64::NAN,
         }
     }
 }

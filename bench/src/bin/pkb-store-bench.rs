@@ -1,6 +1,8 @@
-//! Store benchmark: insert rate, search and get latency, file size, at several store sizes.
+//! Store benchmark: insert rate, search and get latency, file size, at several store sizes;
+//! with `--versions`, also what ten versions of every note take on disk and what
+//! `history prune` gives back.
 //!
-//! `cargo run --release -p pkb-bench --bin pkb-store-bench -- --sizes 10000,100000`
+//! `cargo run --release -p pkb-bench --bin pkb-store-bench -- --sizes 10000,100000 [--versions]`
 //!
 //! A plain program (no harness) that prints one table. Everything goes through the public async
 //! [`Store`] API on a multi-threaded tokio runtime, so latencies include the hop to the blocking
@@ -95,7 +97,7 @@ struct Row {
     value: String,
 }
 
-async fn run_size(n: usize, keep: Option<&Path>, rows: &mut Vec<Row>) {
+async fn run_size(n: usize, keep: Option<&Path>, versions: bool, rows: &mut Vec<Row>) {
     let mut rng = Rng(SEED);
     let corpus = Corpus::new(&mut rng);
     let dir = tempfile::tempdir().expect("temp dir");
@@ -262,12 +264,90 @@ async fn run_size(n: usize, keep: Option<&Path>, rows: &mut Vec<Row>) {
         "open existing file, every page checked first",
         fmt(t.elapsed()),
     );
+    if versions {
+        ten_versions(&store, &path, &ids, &corpus, &mut rng, &mut row).await;
+    }
     drop(store);
 }
 
-/// `--sizes 10000,100000` (default) and `--keep DIR` to leave the store files in DIR.
-fn parse_args() -> (Vec<usize>, Option<PathBuf>) {
+/// Every note written nine times more (ten versions each, as `write` with overwrite makes
+/// them), then every version but each note's newest pruned: the file's size at each step.
+async fn ten_versions(
+    store: &Store,
+    path: &Path,
+    ids: &[String],
+    corpus: &Corpus,
+    rng: &mut Rng,
+    row: &mut impl FnMut(&str, String),
+) {
+    let n = ids.len();
+    let before = file_size(path);
+    for round in 0..9 {
+        for start in (0..n).step_by(BATCH) {
+            let batch: Vec<NoteDraft> = (start..(start + BATCH).min(n))
+                .map(|i| {
+                    let mut draft = corpus.note(rng, i).draft();
+                    draft.id = ids[i].clone();
+                    draft.body = format!("{} (round {round})", draft.body);
+                    draft
+                })
+                .collect();
+            store
+                .put_many(batch, PutMode::Replace)
+                .await
+                .expect("replace");
+        }
+    }
+    store.merge_index().await.expect("merge the index");
+    let pages = |path: &Path| {
+        let conn = rusqlite::Connection::open(path).expect("open the file");
+        conn.pragma_update(None, "wal_checkpoint", "TRUNCATE")
+            .expect("checkpoint");
+        let (size, free): (i64, i64) = conn
+            .query_row(
+                "SELECT page_count * page_size, freelist_count * page_size FROM pragma_page_count, pragma_freelist_count, pragma_page_size",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("page counts");
+        (
+            size as f64 / (1024.0 * 1024.0),
+            free as f64 / (1024.0 * 1024.0),
+        )
+    };
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    let (ten, _) = pages(path);
+    row(
+        "versions: 10 of every note (9 more writes of each)",
+        format!(
+            "{ten:.1} MiB, from {:.1} MiB with 1 ({:.0} bytes a version)",
+            mib(before),
+            (ten - mib(before)) * 1024.0 * 1024.0 / (9 * n) as f64
+        ),
+    );
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let dropped = store.prune_versions(Duration::ZERO).await.expect("prune");
+    let (pruned, free) = pages(path);
+    row(
+        &format!("  history prune: {dropped} versions dropped"),
+        format!("{pruned:.1} MiB, of which {free:.1} MiB free pages that later writes reuse"),
+    );
+    let conn = rusqlite::Connection::open(path).expect("open the file");
+    let t = Instant::now();
+    conn.execute_batch("VACUUM").expect("vacuum");
+    drop(conn);
+    let (vacuumed, _) = pages(path);
+    row(
+        "  then VACUUM (with no server running)",
+        format!("{vacuumed:.1} MiB, in {}", fmt(t.elapsed())),
+    );
+}
+
+/// `--sizes 10000,100000` (default), `--keep DIR` to leave the store files in DIR, and
+/// `--versions` for the versions' rows.
+fn parse_args() -> (Vec<usize>, Option<PathBuf>, bool) {
     let args: Vec<String> = std::env::args().collect();
+    let versions = args.iter().any(|a| a == "--versions");
     let keep = args
         .iter()
         .position(|a| a == "--keep")
@@ -296,11 +376,11 @@ fn parse_args() -> (Vec<usize>, Option<PathBuf>) {
             }
         }
     }
-    (sizes, keep)
+    (sizes, keep, versions)
 }
 
 fn main() {
-    let (sizes, keep) = parse_args();
+    let (sizes, keep, versions) = parse_args();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -308,7 +388,7 @@ fn main() {
     let mut rows = Vec::new();
     for &n in &sizes {
         eprintln!("building a store of {n} notes...");
-        rt.block_on(run_size(n, keep.as_deref(), &mut rows));
+        rt.block_on(run_size(n, keep.as_deref(), versions, &mut rows));
     }
     let width = rows
         .iter()
