@@ -328,6 +328,14 @@ async fn completions_for_ids_and_tags() {
         .await
         .unwrap();
     assert_eq!(ids.completion.values, ["deploy-checklist"]);
+    let history_ids = client
+        .complete(CompleteRequestParams::new(
+            Reference::for_resource("pkb://notes/{id}/history"),
+            ArgumentInfo::new("id", "m"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(history_ids.completion.values, ["meeting-notes"]);
     let tags = client
         .complete(CompleteRequestParams::new(
             Reference::for_prompt("quick_capture"),

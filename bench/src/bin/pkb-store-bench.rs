@@ -316,13 +316,14 @@ async fn ten_versions(
         )
     };
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
-    let (ten, _) = pages(path);
+    let (ten, ten_free) = pages(path);
+    let live = ten - ten_free;
     row(
         "versions: 10 of every note (9 more writes of each)",
         format!(
-            "{ten:.1} MiB, from {:.1} MiB with 1 ({:.0} bytes a version)",
+            "{ten:.1} MiB ({live:.1} MiB in use), from {:.1} MiB with 1 ({:.0} bytes a version)",
             mib(before),
-            (ten - mib(before)) * 1024.0 * 1024.0 / (9 * n) as f64
+            (live - mib(before)) * 1024.0 * 1024.0 / (9 * n) as f64
         ),
     );
     tokio::time::sleep(Duration::from_millis(5)).await;

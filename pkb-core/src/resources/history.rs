@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::resources::note::complete_note_id;
 use crate::store::{Store, VersionSummary};
 use crate::{ResourceError, pkb_resource};
 
@@ -21,7 +22,8 @@ struct History {
     uri = "pkb://notes/{id}/history",
     name = "note-history",
     title = "Note history",
-    mime_type = "application/json"
+    mime_type = "application/json",
+    complete(id = complete_note_id)
 )]
 pub async fn note_history(#[state] store: &Store, id: String) -> Result<String, ResourceError> {
     let versions = store
