@@ -628,3 +628,61 @@ async fn the_log_level_comes_with_each_request() {
         [json!({"summarized": "todo", "source": "extractive"})]
     );
 }
+
+#[tokio::test]
+async fn each_change_is_recorded_as_made_by_the_client_its_request_names() {
+    let call = |id: u64, client: Option<(&str, &str)>, tool: &str, arguments: Value| {
+        let mut meta = meta();
+        match client {
+            Some((name, version)) => {
+                meta["io.modelcontextprotocol/clientInfo"] =
+                    json!({"name": name, "version": version});
+            }
+            None => {
+                meta.as_object_mut()
+                    .unwrap()
+                    .remove("io.modelcontextprotocol/clientInfo");
+            }
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"_meta": meta, "name": tool, "arguments": arguments}})
+    };
+    let seen = stdio_exchange(&[
+        &[call(
+            1,
+            Some(("ChatGPT", "1.2")),
+            "write",
+            json!({"title": "Shared", "body": "a"}),
+        )],
+        &[call(
+            2,
+            Some(("claude-ai", "0.9")),
+            "edit",
+            json!({"id": "shared", "append": "b"}),
+        )],
+        &[call(
+            3,
+            None,
+            "edit",
+            json!({"id": "shared", "append": "c"}),
+        )],
+        &[call(
+            4,
+            Some(("raw", "1")),
+            "history",
+            json!({"id": "shared"}),
+        )],
+    ])
+    .await;
+    let history = seen
+        .iter()
+        .find(|m| m["id"] == json!(4))
+        .expect("the history's answer");
+    let by: Vec<&str> = history["result"]["structuredContent"]["versions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{history}"))
+        .iter()
+        .map(|v| v["by"].as_str().unwrap())
+        .collect();
+    assert_eq!(by, ["unknown client", "claude-ai 0.9", "ChatGPT 1.2"]);
+}
