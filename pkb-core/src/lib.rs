@@ -19,6 +19,8 @@ mod crypto_provider;
 pub mod fold;
 pub mod framework;
 pub mod identity;
+#[cfg(feature = "notes")]
+pub mod links;
 mod locks;
 #[cfg(feature = "notes")]
 pub mod note;

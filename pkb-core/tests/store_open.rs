@@ -64,8 +64,18 @@ fn pkb_file(dir: &Path, n: usize) -> PathBuf {
     path
 }
 
+/// Takes a store back to how versions before 6 made it: no link index.
+fn without_links(conn: &rusqlite::Connection) {
+    conn.execute_batch(
+        "DROP TABLE note_links; DROP INDEX notes_by_title_key;
+         ALTER TABLE notes DROP COLUMN title_key; PRAGMA user_version = 5;",
+    )
+    .unwrap();
+}
+
 /// Takes a store back to how versions before 5 made it: no versions of notes kept.
 fn without_versions(conn: &rusqlite::Connection) {
+    without_links(conn);
     conn.execute_batch(
         "DROP TABLE note_versions; ALTER TABLE notes DROP COLUMN version; PRAGMA user_version = 4;",
     )
@@ -401,7 +411,7 @@ fn refuses_a_store_from_a_newer_version() {
             err,
             StoreError::TooNew {
                 found: 9,
-                supported: 5,
+                supported: 6,
                 ..
             }
         ),
@@ -410,7 +420,7 @@ fn refuses_a_store_from_a_newer_version() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} was written by a newer PKB (schema version 9, this build reads up to 5)",
+            "{} was written by a newer PKB (schema version 9, this build reads up to 6)",
             path.display()
         )
     );
@@ -453,7 +463,7 @@ fn a_missing_file_is_created_with_its_folders() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(app_id, 0x504B_4231);
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     assert_eq!(mode, "wal");
 }
 
@@ -542,7 +552,7 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     let (notes, indexed): (i64, i64) = conn
         .query_row(
             "SELECT (SELECT notes FROM search_stats), (SELECT count(*) FROM note_terms)",
@@ -593,7 +603,39 @@ fn a_version_4_store_keeps_each_note_as_its_version_1() {
     });
     drop(store);
     let (version, _) = version_and_index(&path);
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
+}
+
+#[test]
+fn a_version_5_store_gets_the_links_of_every_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 3);
+    {
+        let store = sqlite::open(&path, true).unwrap();
+        block_on(store.put(
+            draft("n1", "see [[Title of n2]] and [[todo]]"),
+            PutMode::Replace,
+        ))
+        .unwrap();
+        drop(store);
+        without_links(&rusqlite::Connection::open(&path).unwrap());
+    }
+    let store = sqlite::open(&path, true).unwrap();
+    block_on(async {
+        let n1 = store.get_with_links("n1").await.unwrap().unwrap();
+        let linked: Vec<Option<&str>> = n1.links.iter().map(|l| l.id.as_deref()).collect();
+        assert_eq!(linked, [Some("n2"), Some("todo")]);
+        let todo = store.get_with_links("todo").await.unwrap().unwrap();
+        assert_eq!(
+            todo.backlinks.len(),
+            1,
+            "found through the index the upgrade made"
+        );
+        store.verify().await.unwrap();
+    });
+    drop(store);
+    let (version, _) = version_and_index(&path);
+    assert_eq!(version, 6);
 }
 
 #[test]
@@ -619,7 +661,7 @@ fn a_version_2_store_gets_the_prefix_index_and_its_notes_stay_searchable() {
     });
     drop(store);
     let (version, sql) = version_and_index(&path);
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     assert!(sql.contains("prefix = '2 3'"), "{sql}");
 }
 
@@ -659,7 +701,7 @@ fn a_version_3_store_is_indexed_folded_and_finds_what_its_notes_read_as() {
     });
     drop(store);
     let (version, sql) = version_and_index(&path);
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     assert!(sql.contains("content = 'notes_folded'"), "{sql}");
 }
 

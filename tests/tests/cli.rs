@@ -574,3 +574,40 @@ fn history_prune_and_purge_look_after_a_postgresql_history() {
         ));
     });
 }
+
+#[test]
+fn check_finds_a_link_index_out_of_step_and_reindex_mends_it() {
+    let (_dir, db) = support::temp_store();
+    let wrote = pkb(&[
+        "--db",
+        &db,
+        "call",
+        "write",
+        r#"{"title": "Hub", "body": "[[todo]]"}"#,
+    ]);
+    assert!(wrote.status.success());
+    assert!(pkb(&["--db", &db, "check"]).status.success());
+    // What a hand-made change that bypassed PKB leaves: a link index of other links.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("DELETE FROM note_links", []).unwrap();
+    drop(conn);
+    let output = pkb(&["--db", &db, "check"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("link index out of step: the links of 1 notes"),
+        "{stderr}"
+    );
+    let output = pkb(&["--db", &db, "reindex"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let todo = pkb(&["--db", &db, "call", "fetch", r#"{"id": "todo"}"#]);
+    let todo: serde_json::Value = serde_json::from_slice(&todo.stdout).unwrap();
+    assert_eq!(
+        todo["backlinks"][0]["id"], "hub",
+        "backlinks come back with the index"
+    );
+}

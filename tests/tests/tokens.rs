@@ -599,4 +599,25 @@ async fn users_never_see_each_others_notes_in(store_args: &[&str]) {
         .request("resources/list", json!({ "cursor": cursor }))
         .await;
     assert!(second_page.result()["resources"].as_array().is_some());
+    // Nor does a link of bob's reach alice's note.
+    call(
+        &bob_client,
+        "write",
+        json!({"title": "Bobs links", "body": "[[Secret plan]] [[secret-plan]]"}),
+    )
+    .await;
+    let links = structured(&call(&bob_client, "fetch", json!({"id": "bobs-links"})).await);
+    assert_eq!(
+        links["links"],
+        json!([
+            {"target": "Secret plan", "id": "secret-plan", "title": "Secret plan"},
+        ]),
+        "bob's own secret-plan, written above, and never alice's"
+    );
+    let alices = structured(&call(&alice_client, "fetch", json!({"id": "secret-plan"})).await);
+    assert_eq!(
+        alices["backlinks"],
+        json!([]),
+        "bob's link is no backlink of alice's note"
+    );
 }

@@ -8,6 +8,7 @@ use super::{
     NoteDates, NoteDraft, NoteSummary, Provenance, Purged, PutMode, PutOutcome, RecentChange,
     SearchHit, StoreError, VersionLookup, VersionSummary,
 };
+use crate::links::{Backlink, LinkedNote, NoteWithLinks, TargetKeys, link_targets, links_of};
 use crate::note::Note;
 
 /// An async storage engine behind [`super::Store`]: one user's notes.
@@ -49,6 +50,31 @@ pub trait NoteEngine: Send + Sync {
     async fn recent_changes(&self, limit: usize) -> Result<Vec<RecentChange>, StoreError>;
     /// One version of a note, whole.
     async fn version(&self, id: &str, version: u64) -> Result<VersionLookup, StoreError>;
+    /// The notes `targets` resolve to now, in order (`None` where none does): the note whose
+    /// id is the target, else whose id the target derives, else whose title equals it ignoring
+    /// case (the lowest id of several).
+    async fn resolve_targets(
+        &self,
+        targets: &[TargetKeys],
+    ) -> Result<Vec<Option<LinkedNote>>, StoreError>;
+    /// The notes that link to the note with this id, sorted by id; from the link index, not
+    /// a read of every note.
+    async fn backlinks(&self, id: &str) -> Result<Vec<Backlink>, StoreError>;
+    /// The note with this id, its links resolved now and its backlinks.
+    async fn get_with_links(&self, id: &str) -> Result<Option<NoteWithLinks>, StoreError> {
+        let Some(note) = self.get(id).await? else {
+            return Ok(None);
+        };
+        let targets = link_targets(&note.body);
+        let keys: Vec<TargetKeys> = targets.iter().map(|t| TargetKeys::of(t)).collect();
+        let resolved = self.resolve_targets(&keys).await?;
+        let backlinks = self.backlinks(id).await?;
+        Ok(Some(NoteWithLinks {
+            links: links_of(targets, resolved),
+            note,
+            backlinks,
+        }))
+    }
     /// Drops every version made before `before` (RFC 3339, the store's form), except each
     /// note's newest; how many were dropped.
     async fn prune_versions(&self, before: &str) -> Result<u64, StoreError>;

@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::links::{Backlink, Link, NoteWithLinks, TargetKeys, link_targets, links_of};
 use crate::note::{
     BODY_MAX_CHARS, Note, TAG_MAX_CHARS, TAGS_MAX, TITLE_MAX_CHARS, canonical_timestamp, derive_id,
     is_valid_id, normalize_tag, normalize_tags,
@@ -478,6 +479,24 @@ impl Store {
             context: format!("cannot edit {id}"),
             source: format!("other clients changed it {TRIES} times while the edit was made; nothing was changed: try again").into(),
         })
+    }
+
+    /// The note with this exact id, with its links resolved now and the notes that link to it.
+    pub async fn get_with_links(&self, id: &str) -> Result<Option<NoteWithLinks>, StoreError> {
+        self.engine.get_with_links(id).await
+    }
+
+    /// The links of `note` (a version of it, say) as they resolve now.
+    pub async fn links_now(&self, note: &Note) -> Result<Vec<Link>, StoreError> {
+        let targets = link_targets(&note.body);
+        let keys: Vec<TargetKeys> = targets.iter().map(|t| TargetKeys::of(t)).collect();
+        let resolved = self.engine.resolve_targets(&keys).await?;
+        Ok(links_of(targets, resolved))
+    }
+
+    /// The notes that link to the note with this id, sorted by id.
+    pub async fn backlinks(&self, id: &str) -> Result<Vec<Backlink>, StoreError> {
+        self.engine.backlinks(id).await
     }
 
     /// The versions of a note, newest first, at most `limit`; also of a deleted note. `None`

@@ -28,6 +28,7 @@ use super::{
     Purged, PutMode, PutOutcome, RANK_WINDOW, RecentChange, SEED_NOTES, SEEDED_BY, SearchHit,
     Store, StoreError, VersionLookup, VersionSummary, query_words,
 };
+use crate::links::{Backlink, LinkedNote, TargetKeys, link_targets, title_key};
 use crate::locks::lock;
 use crate::note::{Note, now_rfc3339};
 
@@ -256,13 +257,16 @@ struct PgNotes {
 const UPSERT: &str = "
 WITH saved AS (
     INSERT INTO pkb_notes AS n
-        (owner, id, title, tags, body, created_at, updated_at, search, version)
+        (owner, id, title, tags, body, created_at, updated_at, search, version,
+         title_key, links, link_keys)
     VALUES ($1, $2, $3, $4, $5, COALESCE($6, $7), $7, pkb_search_vector($3, $4, $5),
-        COALESCE((SELECT max(version) FROM pkb_note_versions WHERE owner = $1 AND id = $2), 0) + 1)
+        COALESCE((SELECT max(version) FROM pkb_note_versions WHERE owner = $1 AND id = $2), 0) + 1,
+        $13, $14, $15)
     ON CONFLICT (owner, id) DO UPDATE SET
         title = EXCLUDED.title, tags = EXCLUDED.tags, body = EXCLUDED.body,
         created_at = COALESCE($6, n.created_at), updated_at = EXCLUDED.updated_at,
-        search = EXCLUDED.search, version = n.version + 1
+        search = EXCLUDED.search, version = n.version + 1,
+        title_key = EXCLUDED.title_key, links = EXCLUDED.links, link_keys = EXCLUDED.link_keys
     WHERE $8 AND ($9::text IS NULL OR $9 = ANY (n.tags))
     RETURNING created_at, xmax = 0 AS created, version
 ),
@@ -278,13 +282,14 @@ SELECT created_at, created, version,
     pg_notify('pkb_changes', json_build_object('i', $10::text, 'u', $1, 'id', $2, 'l', created)::text)
 FROM saved";
 
-/// [`UPSERT`] for [`PutMode::ReplaceAtVersion`]: the note is replaced only at version `$13`.
+/// [`UPSERT`] for [`PutMode::ReplaceAtVersion`]: the note is replaced only at version `$16`.
 const REPLACE_AT_VERSION: &str = "
 WITH saved AS (
     UPDATE pkb_notes SET
         title = $3, tags = $4, body = $5, created_at = COALESCE($6, created_at), updated_at = $7,
-        search = pkb_search_vector($3, $4, $5), version = version + 1
-    WHERE owner = $1 AND id = $2 AND version = $13 AND $8 AND $9::text IS NULL
+        search = pkb_search_vector($3, $4, $5), version = version + 1,
+        title_key = $13, links = $14, link_keys = $15
+    WHERE owner = $1 AND id = $2 AND version = $16 AND $8 AND $9::text IS NULL
     RETURNING created_at, false AS created, version
 ),
 kept AS (
@@ -485,6 +490,7 @@ impl PgNotes {
             PutMode::ReplaceAtVersion(version) => (true, None, Some(to_i64(version))),
         };
         let kind = provenance.kind.map(ChangeKind::as_str);
+        let links = LinkColumns::of(&draft.title, &draft.body);
         let mut params: Vec<Box<dyn ToSql + Sync + Send + 'a>> = vec![
             Box::new(&self.owner),
             Box::new(&draft.id),
@@ -498,6 +504,9 @@ impl PgNotes {
             Box::new(&self.database.instance),
             Box::new(kind),
             Box::new(&*provenance.by),
+            Box::new(links.title_key),
+            Box::new(links.targets),
+            Box::new(links.keys),
         ];
         if let Some(version) = at_version {
             params.push(Box::new(version));
@@ -524,6 +533,34 @@ impl PgNotes {
         } else {
             PutOutcome::Replaced(note)
         })
+    }
+}
+
+/// A note's columns for links: its title's key, its link targets in order, and every key they
+/// resolve by, for the GIN index that finds backlinks; stored as PostgreSQL's text holds it.
+pub(super) struct LinkColumns {
+    pub(super) title_key: String,
+    pub(super) targets: Vec<String>,
+    pub(super) keys: Vec<String>,
+}
+
+impl LinkColumns {
+    pub(super) fn of(title: &str, body: &str) -> LinkColumns {
+        let targets = link_targets(body);
+        let mut keys: Vec<String> = Vec::with_capacity(targets.len() * 3);
+        for target in &targets {
+            let found = TargetKeys::of(target);
+            for key in [found.target, found.derived, found.folded] {
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
+            }
+        }
+        LinkColumns {
+            title_key: nul_escape::encode(&title_key(title)).into_owned(),
+            targets: nul_escape::encode_all(&targets),
+            keys: nul_escape::encode_all(&keys),
+        }
     }
 }
 
@@ -647,6 +684,97 @@ impl NoteEngine for PgNotes {
             )
             .await?;
         Ok(!rows.is_empty())
+    }
+
+    async fn resolve_targets(
+        &self,
+        targets: &[TargetKeys],
+    ) -> Result<Vec<Option<LinkedNote>>, StoreError> {
+        if targets.is_empty() {
+            return Ok(Vec::new());
+        }
+        let column = |pick: fn(&TargetKeys) -> &String| {
+            nul_escape::encode_all(&targets.iter().map(pick).cloned().collect::<Vec<_>>())
+        };
+        let (target, derived, folded) = (
+            column(|k| &k.target),
+            column(|k| &k.derived),
+            column(|k| &k.folded),
+        );
+        // In the contract's order: the id, the derived id, the title ignoring case.
+        let rows = self
+            .rows(
+                "resolving links",
+                "SELECT coalesce(a.id, b.id, c.id), coalesce(a.title, b.title, c.title)
+                 FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY
+                     AS t(target, derived, folded, ord)
+                 LEFT JOIN pkb_notes a ON a.owner = $1 AND a.id = t.target
+                 LEFT JOIN pkb_notes b ON b.owner = $1 AND b.id = t.derived
+                 LEFT JOIN LATERAL (
+                     SELECT id, title FROM pkb_notes
+                     WHERE owner = $1 AND title_key = t.folded ORDER BY id LIMIT 1
+                 ) c ON true
+                 ORDER BY t.ord",
+                &[&self.owner, &target, &derived, &folded],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let id: Option<String> = row.get(0);
+                let title: Option<String> = row.get(1);
+                id.zip(title).map(|(id, title)| LinkedNote { id, title })
+            })
+            .collect())
+    }
+
+    async fn backlinks(&self, id: &str) -> Result<Vec<Backlink>, StoreError> {
+        let id = nul_escape::encode(id);
+        // The notes whose links may resolve to this one, by the index of their keys.
+        let rows = self
+            .rows(
+                "finding backlinks",
+                "SELECT s.id, s.title, s.links, n.title_key
+                 FROM pkb_notes n JOIN pkb_notes s
+                     ON s.owner = n.owner AND s.link_keys && ARRAY[n.id, n.title_key]
+                 WHERE n.owner = $1 AND n.id = $2",
+                &[&self.owner, &id],
+            )
+            .await?;
+        let mut candidates: Vec<(Backlink, Vec<TargetKeys>)> = Vec::new();
+        for row in &rows {
+            let key: String = row.get(3);
+            let keys: Vec<TargetKeys> = nul_escape::decode_all(row.get(2))
+                .iter()
+                .map(|t| TargetKeys::of(t))
+                .filter(|k| k.target == *id || k.derived == *id || k.folded == key)
+                .collect();
+            let source = Backlink {
+                id: row.get(0),
+                title: row.get(1),
+            };
+            candidates.push((source, keys));
+        }
+        // Each such link is resolved, to see that it is this note's.
+        let asked: Vec<TargetKeys> = candidates
+            .iter()
+            .flat_map(|(_, keys)| keys.iter().cloned())
+            .collect();
+        let resolved = self.resolve_targets(&asked).await?;
+        let mut answers = resolved.into_iter();
+        let mut found: Vec<Backlink> = Vec::new();
+        for (source, keys) in candidates {
+            let links_here = keys
+                .iter()
+                .map(|_| answers.next().flatten())
+                .filter(|note| note.as_ref().is_some_and(|n| n.id == *id))
+                .count();
+            if links_here > 0 {
+                found.push(source);
+            }
+        }
+        found.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(found)
     }
 
     async fn history(
@@ -944,20 +1072,48 @@ impl NoteEngine for PgNotes {
                 reason: format!("{stale} of the notes' search entries do not match their text"),
             });
         }
+        // The links' columns must be what the notes' bodies give now.
+        let rows = self
+            .rows(
+                "checking the notes' links",
+                "SELECT title, body, title_key, links, link_keys FROM pkb_notes",
+                &[],
+            )
+            .await?;
+        let unlinked = rows
+            .iter()
+            .filter(|row| {
+                let body = nul_escape::decode(row.get(1));
+                let expected = LinkColumns::of(row.get(0), &body);
+                expected.title_key != row.get::<_, String>(2)
+                    || expected.targets != row.get::<_, Vec<String>>(3)
+                    || expected.keys != row.get::<_, Vec<String>>(4)
+            })
+            .count();
+        if unlinked > 0 {
+            return Err(StoreError::OutOfStep {
+                store: self.database.location.clone(),
+                reason: format!("the links of {unlinked} notes do not match their bodies"),
+            });
+        }
         Ok(())
     }
 
-    /// Every user's notes: their search vectors, computed again.
+    /// Every user's notes: their search vectors and link columns, computed again.
     async fn rebuild_indexes(&self) -> Result<u64, StoreError> {
         let failed = self.failed("rebuilding the search index");
-        let client = self.client().await?;
-        client
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(&failed)?;
+        let count = tx
             .execute(
                 "UPDATE pkb_notes SET search = pkb_search_vector(title, tags, body)",
                 &[],
             )
             .await
-            .map_err(&failed)
+            .map_err(&failed)?;
+        schema::fill_links(&tx).await.map_err(&failed)?;
+        tx.commit().await.map_err(&failed)?;
+        Ok(count)
     }
 
     /// Every user's notes: the search indexes' pending entries merged in, the visibility map

@@ -7,7 +7,7 @@ use tokio_postgres::error::SqlState;
 use crate::store::StoreError;
 
 /// The newest schema version this build writes and reads.
-pub(super) const SCHEMA_VERSION: i32 = 5;
+pub(super) const SCHEMA_VERSION: i32 = 6;
 
 /// The advisory lock every PKB instance takes while it migrates ("pkb" in ASCII).
 const MIGRATION_LOCK: i64 = 0x706b62;
@@ -143,8 +143,52 @@ SELECT owner, id, 1, 'created', updated_at, 'unknown client', title, tags, body,
 FROM pkb_notes ORDER BY created_order;
 "#;
 
+/// Version 6: links between notes. Each note keeps its link targets in order (`links`) and
+/// every key they resolve by (`link_keys`: the targets, the ids they derive, their case
+/// folded), under a GIN index, and its title with its case folded (`title_key`), so that a
+/// note's backlinks are a lookup. [`fill_links`] fills them for the notes already there,
+/// as the store's own code reads links ([`fill_links`]).
+const V6: &str = r#"
+ALTER TABLE pkb_notes ADD COLUMN title_key text NOT NULL DEFAULT '';
+ALTER TABLE pkb_notes ADD COLUMN links text[] NOT NULL DEFAULT '{}';
+ALTER TABLE pkb_notes ADD COLUMN link_keys text[] NOT NULL DEFAULT '{}';
+CREATE INDEX pkb_notes_title_key ON pkb_notes (owner, title_key);
+CREATE INDEX pkb_notes_link_keys ON pkb_notes USING gin (link_keys);
+ALTER INDEX pkb_notes_link_keys SET (gin_pending_list_limit = 256);
+"#;
+
+/// The schema version from which links are indexed.
+const LINKED_SINCE: i32 = 6;
+
 /// Every migration, in order: `MIGRATIONS[n]` takes version `n` to `n + 1`.
-const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2, V3, V4, V5];
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2, V3, V4, V5, V6];
+
+/// Fills the link columns of every note from its title and body, in the caller's
+/// transaction: at the migration to version 6, and for `reindex`.
+pub(super) async fn fill_links(
+    tx: &tokio_postgres::Transaction<'_>,
+) -> Result<(), tokio_postgres::Error> {
+    let rows = tx
+        .query("SELECT owner, id, title, body FROM pkb_notes", &[])
+        .await?;
+    let update = tx
+        .prepare(
+            "UPDATE pkb_notes SET title_key = $3, links = $4, link_keys = $5
+             WHERE owner = $1 AND id = $2",
+        )
+        .await?;
+    for row in rows {
+        let (owner, id, title, body): (String, String, String, String) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        let links = super::LinkColumns::of(&title, &super::nul_escape::decode(body));
+        tx.execute(
+            &update,
+            &[&owner, &id, &links.title_key, &links.targets, &links.keys],
+        )
+        .await?;
+    }
+    Ok(())
+}
 
 /// Makes (when `create`) or migrates the schema; refuses a database a newer PKB migrated,
 /// and without `create` one that holds no PKB schema.
@@ -189,6 +233,9 @@ pub(super) async fn migrate(
         if let Err(error) = tx.batch_execute(migration).await {
             return Err(migration_error(location, error));
         }
+    }
+    if found > 0 && found < LINKED_SINCE {
+        fill_links(&tx).await.map_err(failed)?;
     }
     tx.batch_execute(&format!(
         "DELETE FROM pkb_schema; INSERT INTO pkb_schema (version) VALUES ({SCHEMA_VERSION})"
@@ -241,6 +288,10 @@ mod tests {
                 INSERT INTO pkb_schema VALUES (1);
                 INSERT INTO pkb_users (owner) VALUES ('someone');
                 INSERT INTO pkb_notes (owner, id, title, tags, body, created_at, updated_at, search)
+                VALUES ('someone', 'linking', 'Linking', '{{}}', 'see [[Old note]]',
+                    '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z',
+                    pkb_search_vector('Linking', '{{}}', 'see [[Old note]]'));
+                INSERT INTO pkb_notes (owner, id, title, tags, body, created_at, updated_at, search)
                 VALUES ('someone', 'old', 'Old note', '{{kept}}', 'written by version 1',
                     '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z',
                     pkb_search_vector('Old note', '{{kept}}', 'written by version 1'));"
@@ -254,7 +305,7 @@ mod tests {
         assert_eq!(hits[0].id, "old");
         assert_eq!(
             store.count().await.unwrap(),
-            1,
+            2,
             "a known user is not seeded"
         );
         // Version 5 keeps each note as it was as its version 1.
@@ -271,6 +322,10 @@ mod tests {
             panic!("version 1 of a note from before versions");
         };
         assert_eq!(first.note, note);
+        // Version 6 indexes the links of the notes already there.
+        let old = store.get_with_links("old").await.unwrap().unwrap();
+        let linking: Vec<&str> = old.backlinks.iter().map(|b| b.id.as_str()).collect();
+        assert_eq!(linking, ["linking"]);
         store.verify().await.unwrap();
         store.merge_index().await.unwrap();
         drop((store, database));

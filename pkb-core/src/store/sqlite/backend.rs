@@ -3,6 +3,7 @@
 //! memory, a small store's search run on the caller's thread, and writes wait as tasks.
 
 use super::{MergeProgress, QueuedWrites};
+use crate::links::{Backlink, LinkedNote, NoteWithLinks, TargetKeys};
 use crate::note::Note;
 use crate::store::{
     NoteDates, NoteDraft, NoteSummary, Provenance, Purged, PutMode, PutOutcome, RecentChange,
@@ -24,6 +25,31 @@ pub trait NoteBackend: Send + Sync {
     /// [`NoteBackend::get`]. Called on the async runtime's threads, so it must not block.
     fn get_cached(&self, _id: &str) -> Option<Note> {
         None
+    }
+    /// The note with this id, its links resolved now and its backlinks. A backend without
+    /// a link index (a test double) answers its note with none.
+    fn get_with_links(&self, id: &str) -> Result<Option<NoteWithLinks>, StoreError> {
+        Ok(self.get(id)?.map(|note| NoteWithLinks {
+            note,
+            links: Vec::new(),
+            backlinks: Vec::new(),
+        }))
+    }
+    /// [`NoteBackend::get_with_links`] from memory, as [`NoteBackend::get_cached`] does.
+    fn get_with_links_cached(&self, _id: &str) -> Option<NoteWithLinks> {
+        None
+    }
+    /// See [`NoteEngine::resolve_targets`](crate::store::NoteEngine::resolve_targets); without
+    /// a link index, nothing resolves.
+    fn resolve_targets(
+        &self,
+        targets: &[TargetKeys],
+    ) -> Result<Vec<Option<LinkedNote>>, StoreError> {
+        Ok(vec![None; targets.len()])
+    }
+    /// See [`NoteEngine::backlinks`](crate::store::NoteEngine::backlinks).
+    fn backlinks(&self, _id: &str) -> Result<Vec<Backlink>, StoreError> {
+        Ok(Vec::new())
     }
     /// Saves one note atomically, with its new version.
     fn put(

@@ -17,6 +17,7 @@ use super::{
     NoteBackend, NoteDates, NoteDraft, NoteSummary, PutMode, PutOutcome, QueuedWrite, QueuedWrites,
     SearchHit, StoreError,
 };
+use crate::links::{Backlink, LinkedNote, NoteWithLinks, TargetKeys};
 use crate::note::Note;
 use crate::store::NoteEngine;
 use crate::store::{Provenance, Purged, RecentChange, VersionLookup, VersionSummary};
@@ -207,6 +208,27 @@ impl NoteEngine for BlockingEngine {
         }
         let (id, by) = (id.to_owned(), by.to_owned());
         self.write(move |b| b.delete(&id, &by)).await
+    }
+
+    async fn get_with_links(&self, id: &str) -> Result<Option<NoteWithLinks>, StoreError> {
+        if let Some(found) = self.backend.get_with_links_cached(id) {
+            return Ok(Some(found));
+        }
+        let id = id.to_owned();
+        self.read(move |b| b.get_with_links(&id)).await
+    }
+
+    async fn resolve_targets(
+        &self,
+        targets: &[TargetKeys],
+    ) -> Result<Vec<Option<LinkedNote>>, StoreError> {
+        let targets = targets.to_vec();
+        self.read(move |b| b.resolve_targets(&targets)).await
+    }
+
+    async fn backlinks(&self, id: &str) -> Result<Vec<Backlink>, StoreError> {
+        let id = id.to_owned();
+        self.read(move |b| b.backlinks(&id)).await
     }
 
     async fn history(

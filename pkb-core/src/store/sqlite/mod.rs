@@ -40,6 +40,7 @@ mod rows;
 mod bm25_rank;
 mod fold_function;
 mod fts5_tokenizer;
+mod link_index;
 mod lock_wait;
 mod schema;
 mod search;
@@ -52,7 +53,7 @@ mod writes;
 pub use self::backend::NoteBackend;
 use self::change_watch::ChangeWatch;
 use self::group_commit::{ResultSlot, WriteQueue};
-use self::note_cache::NoteCache;
+use self::note_cache::{Kept, NoteCache};
 use self::opening::{WAL_AUTOCHECKPOINT_PAGES, file_reads_sound};
 use self::options::READ_THREADS;
 pub use self::options::{DamageCheck, SqliteOptions};
@@ -70,6 +71,7 @@ use super::{
     VersionLookup, VersionSummary,
 };
 use crate::fold::fold_for_search;
+use crate::links::{Backlink, LinkedNote, NoteWithLinks, TargetKeys};
 use crate::locks::lock;
 use crate::note::{Note, now_rfc3339};
 
@@ -158,6 +160,8 @@ pub(super) struct SqliteBackend {
     requests: Arc<AtomicU64>,
     /// Notes read since the last commit, served without a query.
     cache: NoteCache,
+    /// The same, with their links and backlinks, as `fetch` answers them.
+    linked: NoteCache<NoteWithLinks>,
     /// Whether the store was small enough at its last search for the next to try
     /// [`NoteBackend::search_at_once`] (true until a first search has looked).
     small_when_searched: AtomicBool,
@@ -500,16 +504,17 @@ impl SqliteBackend {
     /// is only ever served at a moment whose data it shows. A commit during the read makes
     /// that moment past: the note would never be served, and keeping it would drop what was
     /// kept at the new moment, so it is not kept.
-    pub(super) fn read_and_keep(
+    fn read_and_keep<T: Kept>(
         &self,
-        read: impl FnOnce() -> Result<Option<Note>, StoreError>,
-    ) -> Result<Option<Note>, StoreError> {
+        cache: &NoteCache<T>,
+        read: impl FnOnce() -> Result<Option<T>, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
         let read_at = self.changes.stamp();
         let note = read()?;
         if let (Some(note), Some(read_at)) = (&note, read_at)
             && self.changes.stamp() == Some(read_at)
         {
-            self.cache.keep(note, read_at);
+            cache.keep(note, read_at);
         }
         Ok(note)
     }

@@ -1,14 +1,18 @@
 //! The SQLite engine as a [`NoteBackend`]: each call as reads of the reader pool (or from
 //! memory) and writes of the one writer.
 
+use super::link_index;
 use super::opening::open_reader;
 use super::rows::{note_from_row, sorted_with_prefix, sql_limit, tags_from_json};
 use super::search::{in_snapshot, search_on};
 use super::writes::{delete_write, purge_write, put_dated_write, put_write};
 use super::*;
+use crate::links::{link_targets, links_of};
 
 /// What reads of the history name in errors.
 const READ_HISTORY: &str = "read the notes' history";
+/// What reads of links name in errors.
+const READ_LINKS: &str = "read the links between notes";
 
 /// Whether any version of a note with this id is kept.
 fn has_history(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
@@ -18,7 +22,7 @@ fn has_history(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
 
 impl NoteBackend for SqliteBackend {
     fn get(&self, id: &str) -> Result<Option<Note>, StoreError> {
-        self.read_and_keep(|| {
+        self.read_and_keep(&self.cache, || {
             self.read("read a note", |conn| {
                 conn.prepare_cached(
                     "SELECT id, title, tags, body, created_at, updated_at, version FROM notes WHERE id = ?1",
@@ -36,6 +40,64 @@ impl NoteBackend for SqliteBackend {
         let note = self.cache.get(id, self.changes.stamp()?)?;
         self.requests.fetch_add(1, Ordering::Relaxed);
         Some(note)
+    }
+
+    fn get_with_links(&self, id: &str) -> Result<Option<NoteWithLinks>, StoreError> {
+        self.read_and_keep(&self.linked, || {
+            self.read(READ_LINKS, |conn| {
+                // One snapshot: the note, the notes it links to and those linking to it as
+                // they were at one moment.
+                in_snapshot(conn, || {
+                    let Some(note) = conn
+                        .prepare_cached(
+                            "SELECT id, title, tags, body, created_at, updated_at, version FROM notes WHERE id = ?1",
+                        )?
+                        .query_row([id], note_from_row)
+                        .optional()?
+                    else {
+                        return Ok(None);
+                    };
+                    let targets = link_targets(&note.body);
+                    let resolved = targets
+                        .iter()
+                        .map(|t| link_index::resolve(conn, &TargetKeys::of(t)))
+                        .collect::<rusqlite::Result<Vec<_>>>()?;
+                    let backlinks = link_index::backlinks(conn, id)?;
+                    Ok(Some(NoteWithLinks {
+                        links: links_of(targets, resolved),
+                        note,
+                        backlinks,
+                    }))
+                })
+            })
+        })
+    }
+
+    fn get_with_links_cached(&self, id: &str) -> Option<NoteWithLinks> {
+        if self.damage().is_some() {
+            return None;
+        }
+        let found = self.linked.get(id, self.changes.stamp()?)?;
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        Some(found)
+    }
+
+    fn resolve_targets(
+        &self,
+        targets: &[TargetKeys],
+    ) -> Result<Vec<Option<LinkedNote>>, StoreError> {
+        self.read(READ_LINKS, |conn| {
+            in_snapshot(conn, || {
+                targets
+                    .iter()
+                    .map(|keys| link_index::resolve(conn, keys))
+                    .collect()
+            })
+        })
+    }
+
+    fn backlinks(&self, id: &str) -> Result<Vec<Backlink>, StoreError> {
+        self.read(READ_LINKS, |conn| link_index::backlinks(conn, id))
     }
 
     fn put(
@@ -286,6 +348,7 @@ impl NoteBackend for SqliteBackend {
                      SELECT json_each.value, notes.seq FROM notes, json_each(notes.tags);",
             )?;
             schema::rebuild_search_index(tx)?;
+            link_index::rebuild(tx)?;
             tx.query_row("SELECT count(*) FROM notes", [], |r| r.get(0))
         })
     }
@@ -325,6 +388,12 @@ impl NoteBackend for SqliteBackend {
             problems.push(format!(
                 "search vocabulary out of step: {uncounted} notes without term counts, \
                  {orphaned} term counts without a note, {counted} notes counted of {notes}"
+            ));
+        }
+        let links = self.read("check the store", link_index::out_of_step)?;
+        if links != 0 {
+            problems.push(format!(
+                "link index out of step: the links of {links} notes differ from their bodies"
             ));
         }
         // FTS5 compares its index with the notes table; it is an INSERT, so it needs the

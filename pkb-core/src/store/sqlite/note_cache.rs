@@ -9,46 +9,89 @@ use quick_cache::Weighter;
 use quick_cache::unsync::Cache;
 
 use super::change_watch::ChangeStamp;
+use crate::links::{Link, NoteWithLinks};
 use crate::note::Note;
 
 /// How many bytes of notes are kept, at most: about 2,000 notes of 100 words, or 50 of the
 /// longest.
 const CACHE_BYTES: u64 = 2 * 1024 * 1024;
 
-/// A note's weight for [`CACHE_BYTES`]: its text, and a little for the entry itself.
-#[derive(Clone)]
-struct NoteBytes;
+/// What the cache keeps: a note, or a note with its links; by the note's id.
+pub(super) trait Kept: Clone {
+    /// The note's id.
+    fn id(&self) -> &str;
+    /// The bytes of text it holds.
+    fn text_bytes(&self) -> usize;
+}
 
-impl Weighter<String, Note> for NoteBytes {
-    fn weight(&self, id: &String, note: &Note) -> u64 {
-        let text = id.len()
-            + note.id.len()
-            + note.title.len()
-            + note.body.len()
-            + note.tags.iter().map(String::len).sum::<usize>()
-            + note.created_at.len()
-            + note.updated_at.len();
-        (text + 128) as u64
+fn note_bytes(note: &Note) -> usize {
+    note.id.len()
+        + note.title.len()
+        + note.body.len()
+        + note.tags.iter().map(String::len).sum::<usize>()
+        + note.created_at.len()
+        + note.updated_at.len()
+}
+
+impl Kept for Note {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn text_bytes(&self) -> usize {
+        note_bytes(self)
+    }
+}
+
+impl Kept for NoteWithLinks {
+    fn id(&self) -> &str {
+        &self.note.id
+    }
+
+    fn text_bytes(&self) -> usize {
+        let link = |l: &Link| {
+            l.target.len()
+                + l.id.as_ref().map_or(0, String::len)
+                + l.title.as_ref().map_or(0, String::len)
+                + 64
+        };
+        note_bytes(&self.note)
+            + self.links.iter().map(link).sum::<usize>()
+            + self
+                .backlinks
+                .iter()
+                .map(|b| b.id.len() + b.title.len() + 48)
+                .sum::<usize>()
+    }
+}
+
+/// An entry's weight for [`CACHE_BYTES`]: its text, and a little for the entry itself.
+#[derive(Clone)]
+struct EntryBytes;
+
+impl<T: Kept> Weighter<String, T> for EntryBytes {
+    fn weight(&self, id: &String, entry: &T) -> u64 {
+        (id.len() + entry.text_bytes() + 128) as u64
     }
 }
 
 /// Notes read while nothing was committed, all from one moment of the store.
-pub(super) struct NoteCache {
-    inner: Mutex<Kept>,
+pub(super) struct NoteCache<T: Kept = Note> {
+    inner: Mutex<Entries<T>>,
 }
 
-struct Kept {
+struct Entries<T: Kept> {
     /// When the notes were read; `None` before the first.
     read_at: Option<ChangeStamp>,
-    notes: Cache<String, Note, NoteBytes>,
+    notes: Cache<String, T, EntryBytes>,
 }
 
-impl NoteCache {
-    pub(super) fn new() -> NoteCache {
+impl<T: Kept> NoteCache<T> {
+    pub(super) fn new() -> NoteCache<T> {
         NoteCache {
-            inner: Mutex::new(Kept {
+            inner: Mutex::new(Entries {
                 read_at: None,
-                notes: Cache::with_weighter(2_000, CACHE_BYTES, NoteBytes),
+                notes: Cache::with_weighter(2_000, CACHE_BYTES, EntryBytes),
             }),
         }
     }
@@ -57,7 +100,7 @@ impl NoteCache {
     /// the store's stamp at the call. Notes of a past moment are left for the next
     /// [`NoteCache::keep`] to drop, on a read thread: freeing 2 MiB of notes has no place on
     /// the async runtime's thread.
-    pub(super) fn get(&self, id: &str, now: ChangeStamp) -> Option<Note> {
+    pub(super) fn get(&self, id: &str, now: ChangeStamp) -> Option<T> {
         let kept = self.lock();
         if kept.read_at != Some(now) {
             return None;
@@ -67,16 +110,16 @@ impl NoteCache {
 
     /// Keeps `note`, read at `read_at`. Only call it when nothing was committed between
     /// `read_at` and the end of the read; notes of an older moment are dropped.
-    pub(super) fn keep(&self, note: &Note, read_at: ChangeStamp) {
+    pub(super) fn keep(&self, note: &T, read_at: ChangeStamp) {
         let mut kept = self.lock();
         if kept.read_at != Some(read_at) {
             kept.notes.clear();
             kept.read_at = Some(read_at);
         }
-        kept.notes.insert(note.id.clone(), note.clone());
+        kept.notes.insert(note.id().to_owned(), note.clone());
     }
 
-    fn lock(&self) -> MutexGuard<'_, Kept> {
+    fn lock(&self) -> MutexGuard<'_, Entries<T>> {
         // Every change under the lock leaves `Kept` whole.
         crate::locks::lock(&self.inner)
     }
@@ -235,7 +278,7 @@ mod tests {
             )
             .unwrap();
         let slow = reader
-            .read_and_keep(|| {
+            .read_and_keep(&reader.cache, || {
                 let slow = reader.get("slow");
                 // While the slow read runs, a commit, then a quick read kept at the new moment.
                 writer.put(

@@ -126,6 +126,7 @@ impl SqliteBackend {
             requests,
             changes: ChangeWatch::file(path, BUSY_TIMEOUT),
             cache: NoteCache::new(),
+            linked: NoteCache::new(),
             small_when_searched: AtomicBool::new(true),
             wal,
         };
@@ -167,6 +168,7 @@ impl SqliteBackend {
             requests: Arc::default(),
             changes: ChangeWatch::OwnWrites(AtomicU64::new(0)),
             cache: NoteCache::new(),
+            linked: NoteCache::new(),
             small_when_searched: AtomicBool::new(true),
             wal: wal_watch::WalWatch::none(),
         })

@@ -10,10 +10,10 @@ pub(super) const APPLICATION_ID: i32 = 0x504B_4231;
 /// Schema migrations; entry `n` takes a store from version `n` to `n + 1`.
 ///
 /// Append only: a released entry never changes, since stores in the field already ran it.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The schema version this build writes and the newest it reads.
-pub(super) const SCHEMA_VERSION: i64 = 5;
+pub(super) const SCHEMA_VERSION: i64 = 6;
 
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -143,11 +143,35 @@ INSERT INTO note_versions (id, version, kind, changed_at, changed_by, title, tag
     FROM notes ORDER BY seq;
 "#;
 
+/// Links between notes ([`super::link_index`]): each note's link targets, in order, with the
+/// keys a target resolves by (the id it derives, its case folded), and each note's title with
+/// its case folded, so that a note's backlinks are a lookup. [`upgrade`] fills both from the
+/// notes of an older store.
+const V6: &str = r#"
+ALTER TABLE notes ADD COLUMN title_key TEXT NOT NULL DEFAULT '';
+CREATE INDEX notes_by_title_key ON notes (title_key);
+CREATE TABLE note_links (
+    note     INTEGER NOT NULL,  -- notes.seq of the linking note
+    position INTEGER NOT NULL,  -- order of first appearance
+    target   TEXT NOT NULL,
+    derived  TEXT NOT NULL,
+    folded   TEXT NOT NULL,
+    PRIMARY KEY (note, position)
+) WITHOUT ROWID;
+CREATE INDEX note_links_by_target ON note_links (target);
+CREATE INDEX note_links_by_derived ON note_links (derived);
+CREATE INDEX note_links_by_folded ON note_links (folded);
+"#;
+
+/// The schema version from which links are indexed.
+const LINKED_SINCE: i64 = 6;
+
 /// The prefix lengths, in characters, whose notes the index keeps (its `prefix` option).
 pub(super) const KEPT_PREFIX_CHARS: [usize; 2] = [2, 3];
 
 /// Tables a current store must have; their absence means damage, not a new store.
 const REQUIRED_TABLES: &[&str] = &[
+    "note_links",
     "note_terms",
     "note_tags",
     "note_versions",
@@ -310,6 +334,9 @@ pub(super) fn upgrade(conn: &Connection, from: i64, seed: bool) -> rusqlite::Res
     // notes counts it again from them.
     if from > 0 && from < FOLDED_SINCE {
         super::terms::backfill(conn)?;
+    }
+    if from > 0 && from < LINKED_SINCE {
+        super::link_index::rebuild(conn)?;
     }
     if from == 0 {
         conn.pragma_update(None, "application_id", APPLICATION_ID)?;

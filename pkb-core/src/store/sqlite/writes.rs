@@ -1,8 +1,10 @@
 //! Writes inside a transaction: a note's row and its index entries put, replaced or removed,
 //! and each write of the engine as the group commit runs it.
 
+use super::link_index;
 use super::rows::tags_to_json;
 use super::*;
+use crate::links::title_key;
 
 /// Inserts a new note at `version` and its index entries; returns its rowid.
 fn insert_row(
@@ -15,7 +17,7 @@ fn insert_row(
     version: u64,
 ) -> rusqlite::Result<i64> {
     conn.prepare_cached(
-        "INSERT INTO notes (id, title, tags, body, created_at, updated_at, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO notes (id, title, tags, body, created_at, updated_at, version, title_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
         draft.id,
@@ -24,7 +26,8 @@ fn insert_row(
         draft.body,
         created_at,
         updated_at,
-        version
+        version,
+        title_key(&draft.title)
     ])?;
     let seq = conn.last_insert_rowid();
     index_row(
@@ -72,8 +75,8 @@ fn next_version(conn: &Connection, id: &str) -> rusqlite::Result<u64> {
         .query_row([id], |r| r.get(0))
 }
 
-/// Adds a stored note to the search and tag indexes. Single-row statements only: see the
-/// schema's note on savepoints.
+/// Adds a stored note to the search, tag and link indexes. Single-row statements only: see
+/// the schema's note on savepoints.
 pub(super) fn index_row(
     conn: &Connection,
     vocabulary: &mut VocabularyChanges,
@@ -84,7 +87,7 @@ pub(super) fn index_row(
     tags: &[String],
 ) -> rusqlite::Result<()> {
     // As the index's content, the `notes_folded` view, reads the row.
-    let (title, tags_json, body) = (
+    let (folded_title, folded_tags, folded_body) = (
         fold_for_search(title),
         fold_for_search(tags_json),
         fold_for_search(body),
@@ -92,17 +95,24 @@ pub(super) fn index_row(
     conn.prepare_cached(
         "INSERT INTO notes_fts (rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)",
     )?
-    .execute(params![seq, title, tags_json, body])?;
-    terms::index_terms(conn, vocabulary, seq, &title, &tags_json, &body)?;
+    .execute(params![seq, folded_title, folded_tags, folded_body])?;
+    terms::index_terms(
+        conn,
+        vocabulary,
+        seq,
+        &folded_title,
+        &folded_tags,
+        &folded_body,
+    )?;
     let mut tag_row =
         conn.prepare_cached("INSERT OR IGNORE INTO note_tags (tag, note) VALUES (?1, ?2)")?;
     for tag in tags {
         tag_row.execute(params![tag, seq])?;
     }
-    Ok(())
+    link_index::index_links(conn, seq, body)
 }
 
-/// Removes a note from the search and tag indexes. FTS5's external-content `delete` needs
+/// Removes a note from the search, tag and link indexes. FTS5's external-content `delete` needs
 /// exactly the values that were indexed, which are the stored ones folded.
 pub(super) fn unindex_row(
     conn: &Connection,
@@ -121,7 +131,7 @@ pub(super) fn unindex_row(
     terms::unindex_terms(conn, vocabulary, old.seq)?;
     conn.prepare_cached("DELETE FROM note_tags WHERE note = ?1")?
         .execute([old.seq])?;
-    Ok(())
+    link_index::unindex_links(conn, old.seq)
 }
 
 /// A note's row as stored, with what its index entries were made from.
@@ -201,7 +211,7 @@ pub(super) fn put_in(
             let created_at = stamps.created.map_or(old.created_at, str::to_owned);
             let version = old.version + 1;
             tx.prepare_cached(
-                "UPDATE notes SET title = ?2, tags = ?3, body = ?4, created_at = ?5, updated_at = ?6, version = ?7 WHERE seq = ?1",
+                "UPDATE notes SET title = ?2, tags = ?3, body = ?4, created_at = ?5, updated_at = ?6, version = ?7, title_key = ?8 WHERE seq = ?1",
             )?
             .execute(params![
                 old.seq,
@@ -210,7 +220,8 @@ pub(super) fn put_in(
                 draft.body,
                 created_at,
                 stamps.updated,
-                version
+                version,
+                title_key(&draft.title)
             ])?;
             index_row(
                 tx,

@@ -1092,3 +1092,4 @@ on_both_backends! {
 }
 
 mod history;
+mod links;
