@@ -7,8 +7,8 @@ use std::path::Path;
 use pkb_bench::corpus::{self, Note, Rng};
 use serde_json::{Value, json};
 
-use crate::client::{Catalog, Error, Expect, Peer, check};
-use crate::measure::{micros, p50_p99};
+use crate::client::{Catalog, Error, Expect, Peer};
+use crate::measure::{self, Call, p50_p99};
 use crate::phases::{Key, server_launch};
 use crate::report::{Report, Unit};
 
@@ -24,15 +24,17 @@ const LONG: usize = 1_000;
 /// One call, timed and checked.
 fn timed(
     peer: &mut Peer,
-    tool: &str,
+    tool: &'static str,
     args: &Value,
     expect: &Expect,
     catalog: &Catalog,
 ) -> Result<f64, Error> {
-    let (id, line) = peer.tool_request(tool, args);
-    let (elapsed, answer) = peer.round_trip(id, &line)?;
-    check(&answer, expect, catalog).map_err(|e| format!("{tool}: {e}"))?;
-    Ok(micros(elapsed))
+    let call = Call {
+        tool,
+        args: args.clone(),
+        expect: expect.clone(),
+    };
+    measure::timed(peer, &call, catalog)
 }
 
 /// Appends a line to `note` through `edit`, keeping the catalog's copy as the server's.

@@ -14,6 +14,7 @@
 mod client;
 mod floor;
 mod history;
+mod links;
 mod measure;
 mod phases;
 mod postgres;
@@ -41,7 +42,8 @@ usage: cargo run --release -p pkb-bench -- [options]
                      pipelined-write, vault (import and export of a
                      generated vault of 10,000 Markdown files), and history
                      (edit against write, fetch of notes with 50 versions,
-                     history of a note with 1,000)
+                     history of a note with 1,000), and links (two stores of
+                     10,000 notes, with five links each and without)
                      [default: all]
   --calls N          sequential calls per tool, after warm-up [default: 5000]
   --warmup N         warm-up calls before each sequential run [default: 500]
@@ -402,6 +404,33 @@ fn targets_unchecked(key: &Key) -> Vec<Target> {
         measured: us(key.history_p99),
         holds: Some(key.history_p99 <= 5_000.0),
     });
+    let [linked, plain] = key.linked_fetch_p50;
+    out.push(Target {
+        name: "fetch p50 at 10,000 notes with five links each within 1.2x of fetch without links"
+            .into(),
+        measured: format!(
+            "{} vs {} = {:.2}x (notes drawn from all 10,000: {})",
+            us(linked),
+            us(plain),
+            ratio(linked, plain),
+            {
+                let [l, p] = key.linked_random_fetch_p50;
+                format!("{} vs {} = {:.2}x", us(l), us(p), ratio(l, p))
+            }
+        ),
+        holds: Some(ratio(linked, plain) <= 1.2),
+    });
+    let [linked, plain] = key.linked_write_p50;
+    out.push(Target {
+        name: "write of a note with 20 links within 1.1x of a write without".into(),
+        measured: format!(
+            "{} vs {} = {:.2}x",
+            us(linked),
+            us(plain),
+            ratio(linked, plain)
+        ),
+        holds: Some(ratio(linked, plain) <= 1.1),
+    });
     out.push(Target {
         name: "write p50 with a durable commit".into(),
         measured: format!(
@@ -521,6 +550,16 @@ fn run(config: &Config) -> Result<(), Error> {
             &server,
             temp.path(),
             config.calls.min(2_000),
+            &mut report,
+            &mut key,
+        )?;
+    }
+    if config.runs("links") {
+        links::run(
+            &server,
+            temp.path(),
+            config.calls.min(2_000),
+            config.window,
             &mut report,
             &mut key,
         )?;

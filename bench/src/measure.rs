@@ -118,6 +118,15 @@ pub struct Sequential {
     pub cpu_per_call: f64,
 }
 
+/// One call on `peer`, checked; its round trip (µs).
+pub fn timed(peer: &mut Peer, call: &Call, catalog: &Catalog) -> Result<f64, Error> {
+    let (id, line) = peer.tool_request(call.tool, &call.args);
+    let (elapsed, answer) = peer.round_trip(id, &line)?;
+    check(&answer, &call.expect, catalog)
+        .map_err(|e| format!("{} {}: {e}", peer.name(), call.tool))?;
+    Ok(micros(elapsed))
+}
+
 /// Runs `calls` one after another on `peer`, checking every answer; returns the round trips
 /// and the CPU time the server used meanwhile.
 fn run(peer: &mut Peer, calls: &[Call], catalog: &Catalog) -> Result<(Vec<f64>, f64), Error> {
@@ -175,7 +184,7 @@ pub fn sequential_pair(
 }
 
 /// Runs `calls` on `peer` with `window` requests in flight; returns the elapsed time.
-fn pipeline(
+pub fn pipeline(
     peer: &mut Peer,
     calls: &[Call],
     window: usize,

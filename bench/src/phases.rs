@@ -69,6 +69,12 @@ pub struct Key {
     pub versioned_fetch_p50: [f64; 2],
     /// History p99 of a note with 1,000 versions (µs).
     pub history_p99: f64,
+    /// Fetch p50 of 10 notes again and again, with five links each and without (µs).
+    pub linked_fetch_p50: [f64; 2],
+    /// Fetch p50 of notes drawn from 10,000, with five links each and without (µs).
+    pub linked_random_fetch_p50: [f64; 2],
+    /// Write p50 of a note with 20 links and without (µs).
+    pub linked_write_p50: [f64; 2],
 }
 
 impl Default for Key {
@@ -92,6 +98,9 @@ impl Default for Key {
             edit_write_p50: [f64::NAN; 2],
             versioned_fetch_p50: [f64::NAN; 2],
             history_p99: f64::NAN,
+            linked_fetch_p50: [f64::NAN; 2],
+            linked_random_fetch_p50: [f64::NAN; 2],
+            linked_write_p50: [f64::NAN; 2],
         }
     }
 }
