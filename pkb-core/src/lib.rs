@@ -23,6 +23,8 @@ pub mod identity;
 pub mod links;
 mod locks;
 #[cfg(feature = "notes")]
+pub mod meaning;
+#[cfg(feature = "notes")]
 pub mod note;
 #[cfg(feature = "notes")]
 pub mod note_edit;

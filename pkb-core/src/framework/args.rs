@@ -287,7 +287,14 @@ pub(crate) fn schema_settings() -> schemars::generate::SchemaSettings {
 fn type_rule(spec: &ArgSpec) -> String {
     let mut generator = schema_settings().into_generator();
     let schema = (spec.schema)(&mut generator);
-    format!("must be {}", describe_type(schema.as_value(), 0))
+    // A type of the fn's crate (an enum, a struct) is a reference to its definition.
+    let referenced = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|reference| reference.rsplit('/').next())
+        .and_then(|name| generator.definitions().get(name).cloned());
+    let described = referenced.as_ref().unwrap_or(schema.as_value());
+    format!("must be {}", describe_type(described, 0))
 }
 
 fn describe_type(schema: &Value, depth: usize) -> String {
@@ -327,17 +334,29 @@ fn describe_type(schema: &Value, depth: usize) -> String {
             .map(kind)
             .collect::<Vec<_>>()
             .join(" or "),
-        _ => match schema.get("enum").and_then(Value::as_array) {
-            Some(options) => format!(
-                "one of {}",
-                options
-                    .iter()
-                    .map(Value::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            None => "a value of the declared type".into(),
-        },
+        _ => {
+            // An enum of unit variants: `enum`, or `oneOf` of `const`s (with their docs).
+            let consts = schema
+                .get("oneOf")
+                .and_then(Value::as_array)
+                .and_then(|options| options.iter().map(|o| o.get("const").cloned()).collect());
+            match schema
+                .get("enum")
+                .and_then(Value::as_array)
+                .cloned()
+                .or(consts)
+            {
+                Some(options) => format!(
+                    "one of {}",
+                    options
+                        .iter()
+                        .map(Value::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None => "a value of the declared type".into(),
+            }
+        }
     }
 }
 

@@ -98,6 +98,46 @@ pub trait NoteEngine: Send + Sync {
         tags: &[String],
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError>;
+    /// Word search in which a note need match only some of the query's words (each also as a
+    /// prefix), ranked BM25-style: the word half of hybrid search.
+    async fn search_any_words(
+        &self,
+        _query: &str,
+        _tags: &[String],
+        _limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        Err(no_meaning())
+    }
+    /// Up to `limit` notes that have no vectors of `model` for their current version.
+    async fn notes_without_vectors(
+        &self,
+        _model: &str,
+        _limit: usize,
+    ) -> Result<Vec<Note>, StoreError> {
+        Err(no_meaning())
+    }
+    /// Keeps `vectors` (of `model`, one per passage) as the note's, if it is still at
+    /// `version`; whether it was.
+    async fn put_vectors(
+        &self,
+        _id: &str,
+        _version: u64,
+        _model: &str,
+        _vectors: Vec<Vec<f32>>,
+    ) -> Result<bool, StoreError> {
+        Err(no_meaning())
+    }
+    /// The notes whose best passage is nearest to `query` (a unit vector of `model`), best
+    /// first, carrying every tag of `tags`; the score is the cosine similarity.
+    async fn nearest(
+        &self,
+        _model: &str,
+        _query: &[f32],
+        _tags: &[String],
+        _limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        Err(no_meaning())
+    }
     /// Sorted ids starting with `prefix` (taken literally).
     async fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError>;
     /// Sorted distinct tags starting with `prefix` (taken literally).
@@ -122,4 +162,9 @@ pub trait NoteEngine: Send + Sync {
     fn spawn_index_merge(&self, _quiet: Duration) -> Option<tokio::task::JoinHandle<()>> {
         None
     }
+}
+
+/// What an engine without vectors answers a search by meaning.
+fn no_meaning() -> StoreError {
+    StoreError::Meaning("this store keeps no vectors: search by meaning is not available".into())
 }

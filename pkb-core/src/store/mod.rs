@@ -112,6 +112,10 @@ pub enum StoreError {
     /// The worker running the operation stopped before answering.
     #[error("note store task failed: {0}")]
     Unavailable(String),
+    /// Search by meaning could not be done (the encoder failed, or the store keeps no
+    /// vectors); word search is unaffected.
+    #[error("{0}")]
+    Meaning(String),
     /// Another connection held the store's write lock for longer than the wait allows (a
     /// long write or a `reindex` in another process): a busy store, not a damaged one.
     #[error(
@@ -305,6 +309,8 @@ pub struct SearchHit {
 pub struct Store {
     engine: Arc<dyn NoteEngine>,
     by: Arc<str>,
+    /// The background work that keeps the notes' vectors, shared by every clone.
+    vectors: Arc<crate::meaning::indexer::VectorIndexer>,
 }
 
 /// Bounds the work one call can ask for, whatever the caller passes.
@@ -328,6 +334,7 @@ impl Store {
         Store {
             engine,
             by: Arc::from(UNKNOWN_CLIENT),
+            vectors: Arc::default(),
         }
     }
 
@@ -337,12 +344,18 @@ impl Store {
         Store {
             engine: Arc::clone(&self.engine),
             by: by.into(),
+            vectors: Arc::clone(&self.vectors),
         }
     }
 
     /// Who this handle's changes are recorded as made by.
     pub fn changes_by(&self) -> &str {
         &self.by
+    }
+
+    /// The engine under this handle.
+    pub(crate) fn engine(&self) -> &Arc<dyn NoteEngine> {
+        &self.engine
     }
 
     /// The default file: `$XDG_DATA_HOME/pkb/pkb.db`, else `$HOME/.local/share/pkb/pkb.db`.
@@ -373,9 +386,12 @@ impl Store {
     /// set to now. An answered put is on disk.
     pub async fn put(&self, draft: NoteDraft, mode: PutMode) -> Result<PutOutcome, StoreError> {
         let draft = validate(draft)?;
-        self.engine
+        let put = self
+            .engine
             .put(draft, mode, &Provenance::write(Arc::clone(&self.by)))
-            .await
+            .await;
+        self.vectors.wake();
+        put
     }
 
     /// Saves several notes in one transaction: all or none. Outcomes follow the drafts' order.
@@ -392,13 +408,16 @@ impl Store {
             .map(validate)
             .collect::<Result<Vec<_>, _>>()?;
         let undated = drafts.into_iter().map(|d| (d, NoteDates::default()));
-        self.engine
+        let put = self
+            .engine
             .put_dated(
                 undated.collect(),
                 mode,
                 &Provenance::write(Arc::clone(&self.by)),
             )
-            .await
+            .await;
+        self.vectors.wake();
+        put
     }
 
     /// Saves several notes, each with the dates it brings, in one transaction: all or none.
@@ -418,7 +437,9 @@ impl Store {
             .map(|(draft, dates)| Ok((validate(draft)?, validate_dates(dates)?)))
             .collect::<Result<Vec<_>, StoreError>>()?;
         let imported = Provenance::recorded_as(Arc::clone(&self.by), ChangeKind::Imported);
-        self.engine.put_dated(notes, mode, &imported).await
+        let put = self.engine.put_dated(notes, mode, &imported).await;
+        self.vectors.wake();
+        put
     }
 
     /// Deletes a note, keeping it in its history as a `deleted` version; whether it existed.
@@ -463,6 +484,7 @@ impl Store {
                 .await?
             {
                 PutOutcome::Replaced(note) => {
+                    self.vectors.wake();
                     return Ok(EditOutcome::Edited {
                         note,
                         title_changed,
@@ -542,6 +564,7 @@ impl Store {
             .engine
             .put_dated(vec![(draft, dates)], PutMode::Replace, &restored)
             .await?;
+        self.vectors.wake();
         match outcome.into_iter().next() {
             Some(PutOutcome::Created(note)) => Ok(RestoreOutcome::Restored {
                 note,
@@ -615,6 +638,49 @@ impl Store {
     ) -> Result<Vec<SearchHit>, StoreError> {
         let tags = normalize_tags(tags);
         self.engine.search(query, &tags, limit).await
+    }
+
+    /// The notes nearest in meaning to `query`, best first (cosine similarity of the note's
+    /// best passage), carrying every tag of `tags`. The first call starts keeping the notes'
+    /// vectors in the background (and loads the encoder); notes not yet read by it are not
+    /// found until they are.
+    pub async fn search_by_meaning(
+        &self,
+        query: &str,
+        tags: &[String],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        let tags = normalize_tags(tags);
+        let query = embed_query(query).await?;
+        self.vectors.start(self);
+        self.engine
+            .nearest(crate::meaning::model_id(), &query, &tags, limit)
+            .await
+    }
+
+    /// Word search and search by meaning fused (reciprocal rank fusion, k = 60), best first:
+    /// a note may match only some of the query's words here.
+    pub async fn search_hybrid(
+        &self,
+        query: &str,
+        tags: &[String],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        const EACH: usize = 50;
+        let normalized = normalize_tags(tags);
+        let (words, meaning) = futures::future::try_join(
+            self.engine
+                .search_any_words(query, &normalized, EACH.max(limit)),
+            self.search_by_meaning(query, tags, EACH.max(limit)),
+        )
+        .await?;
+        Ok(crate::meaning::fusion::fuse(words, meaning, limit))
+    }
+
+    /// Starts keeping the notes' vectors now, rather than at the first search by meaning; for
+    /// a store known to be searched so.
+    pub fn keep_vectors(&self) {
+        self.vectors.start(self);
     }
 
     /// Sorted ids that start with `prefix`; every character of `prefix` is literal.
@@ -758,6 +824,20 @@ fn validate_dates(dates: NoteDates) -> Result<NoteDates, StoreError> {
         created_at,
         updated_at,
     })
+}
+
+/// The unit vector of a query, made on a blocking thread.
+async fn embed_query(query: &str) -> Result<Vec<f32>, StoreError> {
+    let text = query.trim().to_owned();
+    if text.is_empty() {
+        return Err(StoreError::Meaning("the query has no text".into()));
+    }
+    let made = tokio::task::spawn_blocking(move || crate::meaning::embed(&[text]))
+        .await
+        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+    made.map_err(|e| StoreError::Meaning(e.to_string()))?
+        .pop()
+        .ok_or_else(|| StoreError::Meaning("the encoder gave no vector".into()))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `search`: full-text search over titles, tags and bodies.
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::resources::note_uri;
 use crate::store::Store;
@@ -29,9 +29,26 @@ pub struct SearchResult {
     pub score: f64,
 }
 
-/// Searches notes by words. Every word must match (as a word or a word's start, ignoring case
-/// and accents) in the title, tags or body; title matches rank highest. Returns IDs and titles
-/// only: use `fetch` to read a note.
+/// How `search` finds notes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// Every word must match, as a word or a word's start: for names, terms and exact words.
+    #[default]
+    Words,
+    /// Notes nearest in meaning, whatever their words: for a question or a description.
+    Meaning,
+    /// Both, fused; a note may match only some of the words: the best default for a question.
+    Hybrid,
+}
+
+/// Searches notes. `words` (the default): every word must match (as a word or a word's start,
+/// ignoring case and accents) in the title, tags or body, title matches first: use it for
+/// names and exact terms. `meaning`: the notes closest in meaning to the query, with no word
+/// needing to match: use it for a description in other words than the note's ("car repairs"
+/// finds "the mechanic replaced the brakes"). `hybrid`: both fused, where some of the words
+/// matching is enough: use it for a question. Returns IDs and titles only: use `fetch` to read
+/// a note.
 #[pkb_tool(collect = false, read_only, idempotent)]
 pub async fn search(
     #[state] store: &Store,
@@ -44,8 +61,16 @@ pub async fn search(
     /// The most results to return.
     #[arg(default = 10, min = 1, max = 50)]
     limit: u32,
+    /// `words` (default), `meaning` or `hybrid`.
+    #[arg(default)]
+    mode: SearchMode,
 ) -> Result<SearchOutput, ToolError> {
-    let hits = store.search(&query, &tags, limit as usize).await?;
+    let limit = limit as usize;
+    let hits = match mode {
+        SearchMode::Words => store.search(&query, &tags, limit).await?,
+        SearchMode::Meaning => store.search_by_meaning(&query, &tags, limit).await?,
+        SearchMode::Hybrid => store.search_hybrid(&query, &tags, limit).await?,
+    };
     let results = hits
         .into_iter()
         .map(|hit| SearchResult {

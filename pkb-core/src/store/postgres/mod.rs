@@ -686,6 +686,142 @@ impl NoteEngine for PgNotes {
         Ok(!rows.is_empty())
     }
 
+    async fn search_any_words(
+        &self,
+        text: &str,
+        tags: &[String],
+        limit_to: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        if query_words::words(text).next().is_none() {
+            return Ok(Vec::new());
+        }
+        let tags = nul_escape::encode_all(tags);
+        let text = text.replace('\0', " ");
+        // pkb_query's words joined by OR rather than AND.
+        let rows = self
+            .rows(
+                "searching",
+                "WITH q AS (SELECT replace(pkb_query($2)::text, ' & ', ' | ')::tsquery AS any)
+                 SELECT id, title, tags,
+                     ts_rank('{0, 0.1, 0.4, 1}', search, q.any)::float8 AS score
+                 FROM pkb_notes, q
+                 WHERE owner = $1 AND tags @> $3 AND search @@ q.any
+                 ORDER BY score DESC, created_order DESC LIMIT $4",
+                &[&self.owner, &text, &tags, &limit(limit_to)],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|row| SearchHit {
+                id: row.get(0),
+                title: row.get(1),
+                tags: nul_escape::decode_all(row.get(2)),
+                score: row.get(3),
+            })
+            .collect())
+    }
+
+    async fn notes_without_vectors(
+        &self,
+        model: &str,
+        limit_to: usize,
+    ) -> Result<Vec<Note>, StoreError> {
+        let rows = self
+            .rows(
+                "finding notes without vectors",
+                "SELECT id, title, tags, body, created_at, updated_at, version FROM pkb_notes n
+                 WHERE owner = $1 AND NOT EXISTS (
+                     SELECT 1 FROM pkb_note_vectors v
+                     WHERE v.owner = n.owner AND v.id = n.id AND v.version = n.version
+                       AND v.model = $2)
+                 ORDER BY created_order LIMIT $3",
+                &[&self.owner, &model, &limit(limit_to)],
+            )
+            .await?;
+        Ok(rows.iter().map(note_from).collect())
+    }
+
+    async fn put_vectors(
+        &self,
+        id: &str,
+        version: u64,
+        model: &str,
+        vectors: Vec<Vec<f32>>,
+    ) -> Result<bool, StoreError> {
+        let failed = self.failed("keeping a note's vectors");
+        let id = nul_escape::encode(id).into_owned();
+        let bytes: Vec<Vec<u8>> = vectors
+            .iter()
+            .map(|v| v.iter().flat_map(|x| x.to_le_bytes()).collect())
+            .collect();
+        self.answered("keeping a note's vectors", ANSWER_WAIT, async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(&failed)?;
+            tx.execute(
+                "DELETE FROM pkb_note_vectors WHERE owner = $1 AND id = $2",
+                &[&self.owner, &id],
+            )
+            .await
+            .map_err(&failed)?;
+            let kept = tx
+                .execute(
+                    "INSERT INTO pkb_note_vectors (owner, id, version, passage, model, vector)
+                     SELECT $1, $2, $3, ord - 1, $4, vector
+                     FROM unnest($5::bytea[]) WITH ORDINALITY AS p(vector, ord)
+                     WHERE EXISTS (SELECT 1 FROM pkb_notes
+                                   WHERE owner = $1 AND id = $2 AND version = $3)",
+                    &[&self.owner, &id, &to_i64(version), &model, &bytes],
+                )
+                .await
+                .map_err(&failed)?;
+            tx.commit().await.map_err(&failed)?;
+            Ok(kept > 0)
+        })
+        .await
+    }
+
+    async fn nearest(
+        &self,
+        model: &str,
+        query: &[f32],
+        tags: &[String],
+        limit_to: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        let tags = nul_escape::encode_all(tags);
+        let rows = self
+            .rows(
+                "searching by meaning",
+                "SELECT n.id, n.title, n.tags, v.vector FROM pkb_note_vectors v
+                 JOIN pkb_notes n ON n.owner = v.owner AND n.id = v.id AND n.version = v.version
+                 WHERE v.owner = $1 AND v.model = $2 AND n.tags @> $3
+                 ORDER BY v.id",
+                &[&self.owner, &model, &tags],
+            )
+            .await?;
+        let mut best: Vec<SearchHit> = Vec::new();
+        for row in &rows {
+            let stored: &[u8] = row.get(3);
+            let score: f32 = stored
+                .chunks_exact(4)
+                .zip(query)
+                .map(|(b, q)| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * q)
+                .sum();
+            let id: String = row.get(0);
+            match best.last_mut() {
+                Some(last) if last.id == id => last.score = last.score.max(f64::from(score)),
+                _ => best.push(SearchHit {
+                    id,
+                    title: row.get(1),
+                    tags: nul_escape::decode_all(row.get(2)),
+                    score: f64::from(score),
+                }),
+            }
+        }
+        best.sort_by(|a, b| b.score.total_cmp(&a.score));
+        best.truncate(limit_to);
+        Ok(best)
+    }
+
     async fn resolve_targets(
         &self,
         targets: &[TargetKeys],

@@ -7,7 +7,7 @@ use tokio_postgres::error::SqlState;
 use crate::store::StoreError;
 
 /// The newest schema version this build writes and reads.
-pub(super) const SCHEMA_VERSION: i32 = 6;
+pub(super) const SCHEMA_VERSION: i32 = 7;
 
 /// The advisory lock every PKB instance takes while it migrates ("pkb" in ASCII).
 const MIGRATION_LOCK: i64 = 0x706b62;
@@ -160,8 +160,23 @@ ALTER INDEX pkb_notes_link_keys SET (gin_pending_list_limit = 256);
 /// The schema version from which links are indexed.
 const LINKED_SINCE: i32 = 6;
 
+/// Version 7: vectors for search by meaning, one row per passage of a note's version, with
+/// the identity of the encoder that made it; gone with their note.
+const V7: &str = r#"
+CREATE TABLE pkb_note_vectors (
+    owner text NOT NULL,
+    id text COLLATE "C" NOT NULL,
+    version bigint NOT NULL,
+    passage integer NOT NULL,
+    model text NOT NULL,
+    vector bytea NOT NULL,
+    PRIMARY KEY (owner, id, passage),
+    FOREIGN KEY (owner, id) REFERENCES pkb_notes (owner, id) ON DELETE CASCADE
+);
+"#;
+
 /// Every migration, in order: `MIGRATIONS[n]` takes version `n` to `n + 1`.
-const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2, V3, V4, V5, V6];
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2, V3, V4, V5, V6, V7];
 
 /// Fills the link columns of every note from its title and body, in the caller's
 /// transaction: at the migration to version 6, and for `reindex`.

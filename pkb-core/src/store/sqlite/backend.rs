@@ -51,6 +51,39 @@ pub trait NoteBackend: Send + Sync {
     fn backlinks(&self, _id: &str) -> Result<Vec<Backlink>, StoreError> {
         Ok(Vec::new())
     }
+    /// See [`NoteEngine::search_any_words`](crate::store::NoteEngine::search_any_words).
+    fn search_any_words(
+        &self,
+        _query: &str,
+        _tags: &[String],
+        _limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        Err(StoreError::Meaning("this store keeps no vectors".into()))
+    }
+    /// See [`NoteEngine::notes_without_vectors`](crate::store::NoteEngine::notes_without_vectors).
+    fn notes_without_vectors(&self, _model: &str, _limit: usize) -> Result<Vec<Note>, StoreError> {
+        Err(StoreError::Meaning("this store keeps no vectors".into()))
+    }
+    /// See [`NoteEngine::put_vectors`](crate::store::NoteEngine::put_vectors).
+    fn put_vectors(
+        &self,
+        _id: &str,
+        _version: u64,
+        _model: &str,
+        _vectors: Vec<Vec<f32>>,
+    ) -> Result<bool, StoreError> {
+        Err(StoreError::Meaning("this store keeps no vectors".into()))
+    }
+    /// See [`NoteEngine::nearest`](crate::store::NoteEngine::nearest).
+    fn nearest(
+        &self,
+        _model: &str,
+        _query: &[f32],
+        _tags: &[String],
+        _limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        Err(StoreError::Meaning("this store keeps no vectors".into()))
+    }
     /// Saves one note atomically, with its new version.
     fn put(
         &self,

@@ -296,6 +296,51 @@ impl NoteEngine for BlockingEngine {
         self.read(move |b| b.search(&query, &tags, limit)).await
     }
 
+    async fn search_any_words(
+        &self,
+        query: &str,
+        tags: &[String],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        let (query, tags) = (query.to_owned(), tags.to_vec());
+        self.read(move |b| b.search_any_words(&query, &tags, limit))
+            .await
+    }
+
+    async fn notes_without_vectors(
+        &self,
+        model: &str,
+        limit: usize,
+    ) -> Result<Vec<Note>, StoreError> {
+        let model = model.to_owned();
+        self.call(move |b| b.notes_without_vectors(&model, limit))
+            .await
+    }
+
+    async fn put_vectors(
+        &self,
+        id: &str,
+        version: u64,
+        model: &str,
+        vectors: Vec<Vec<f32>>,
+    ) -> Result<bool, StoreError> {
+        let (id, model) = (id.to_owned(), model.to_owned());
+        self.call(move |b| b.put_vectors(&id, version, &model, vectors))
+            .await
+    }
+
+    async fn nearest(
+        &self,
+        model: &str,
+        query: &[f32],
+        tags: &[String],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        let (model, query, tags) = (model.to_owned(), query.to_vec(), tags.to_vec());
+        self.read(move |b| b.nearest(&model, &query, &tags, limit))
+            .await
+    }
+
     async fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
         let prefix = prefix.to_owned();
         self.read(move |b| b.ids_with_prefix(&prefix, limit)).await

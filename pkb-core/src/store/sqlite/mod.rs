@@ -46,6 +46,7 @@ mod schema;
 mod search;
 mod search_planner;
 mod terms;
+mod vectors;
 mod wal_watch;
 mod write_probe;
 mod writes;

@@ -5,6 +5,7 @@ use super::link_index;
 use super::opening::open_reader;
 use super::rows::{note_from_row, sorted_with_prefix, sql_limit, tags_from_json};
 use super::search::{in_snapshot, search_on};
+use super::vectors;
 use super::writes::{delete_write, purge_write, put_dated_write, put_write};
 use super::*;
 use crate::links::{link_targets, links_of};
@@ -290,6 +291,76 @@ impl NoteBackend for SqliteBackend {
             })
         })?;
         found.transpose()
+    }
+
+    fn search_any_words(
+        &self,
+        query: &str,
+        tags: &[String],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        let Some(expr) = query::any_word_expression(query).filter(|_| limit > 0) else {
+            return Ok(Vec::new());
+        };
+        self.read(SEARCH_NOTES, |conn| {
+            // FTS5's own BM25, the title weighed above the tags and the tags above the body.
+            let mut sql = String::from(
+                "SELECT n.id, n.title, n.tags, bm25(notes_fts, 10.0, 5.0, 1.0) AS rank
+                 FROM notes_fts JOIN notes n ON n.seq = notes_fts.rowid
+                 WHERE notes_fts MATCH ?1",
+            );
+            for k in 0..tags.len() {
+                sql.push_str(&format!(
+                    " AND n.seq IN (SELECT note FROM note_tags WHERE tag = ?{})",
+                    k + 3
+                ));
+            }
+            sql.push_str(" ORDER BY rank LIMIT ?2");
+            let limit = sql_limit(limit);
+            let mut values: Vec<&dyn ToSql> = vec![&expr, &limit];
+            values.extend(tags.iter().map(|t| t as &dyn ToSql));
+            conn.prepare(&sql)?
+                .query_map(values.as_slice(), |row| {
+                    Ok(SearchHit {
+                        id: row.get(0)?,
+                        title: row.get(1)?,
+                        tags: tags_from_json(row, 2)?,
+                        score: -row.get::<_, f64>(3)?,
+                    })
+                })?
+                .collect()
+        })
+    }
+
+    fn notes_without_vectors(&self, model: &str, limit: usize) -> Result<Vec<Note>, StoreError> {
+        self.read_quietly("find notes without vectors", |conn| {
+            vectors::pending(conn, model, sql_limit(limit))
+        })
+    }
+
+    fn put_vectors(
+        &self,
+        id: &str,
+        version: u64,
+        model: &str,
+        vectors: Vec<Vec<f32>>,
+    ) -> Result<bool, StoreError> {
+        let (id, model) = (id.to_owned(), model.to_owned());
+        self.write_quietly("keep a note's vectors", move |tx| {
+            vectors::keep(tx, &id, version, &model, &vectors)
+        })
+    }
+
+    fn nearest(
+        &self,
+        model: &str,
+        query: &[f32],
+        tags: &[String],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        self.read(SEARCH_NOTES, |conn| {
+            vectors::nearest(conn, model, query, tags, limit)
+        })
     }
 
     fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {

@@ -21,9 +21,27 @@ pub(super) fn match_expression(query: &str) -> Option<String> {
     (!expr.is_empty()).then_some(expr)
 }
 
+/// The FTS5 MATCH expression in which any one of the query's words (each also as a prefix)
+/// is enough: [`match_expression`]'s words joined by `OR`. `None` when no word is left.
+pub(super) fn any_word_expression(query: &str) -> Option<String> {
+    let words: Vec<String> = folded_words(query)
+        .map(|word| format!("\"{}\"*", word.replace('"', "\"\"")))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" OR "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn any_word_is_enough_and_operators_stay_words() {
+        assert_eq!(
+            any_word_expression("ship a release OR").as_deref(),
+            Some(r#""ship"* OR "a"* OR "release"* OR "OR"*"#)
+        );
+        assert_eq!(any_word_expression(" ** "), None);
+    }
 
     #[test]
     fn quotes_each_word_with_a_prefix_star() {

@@ -10,10 +10,10 @@ pub(super) const APPLICATION_ID: i32 = 0x504B_4231;
 /// Schema migrations; entry `n` takes a store from version `n` to `n + 1`.
 ///
 /// Append only: a released entry never changes, since stores in the field already ran it.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// The schema version this build writes and the newest it reads.
-pub(super) const SCHEMA_VERSION: i64 = 6;
+pub(super) const SCHEMA_VERSION: i64 = 7;
 
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -163,6 +163,18 @@ CREATE INDEX note_links_by_derived ON note_links (derived);
 CREATE INDEX note_links_by_folded ON note_links (folded);
 "#;
 
+/// Vectors for search by meaning ([`super::vectors`]): one row per passage of a note, with the
+/// identity of the encoder that made it. Derived from the notes, and made in the background.
+const V7: &str = r#"
+CREATE TABLE note_vectors (
+    note    INTEGER NOT NULL,  -- notes.seq
+    passage INTEGER NOT NULL,
+    model   TEXT NOT NULL,
+    vector  BLOB NOT NULL,     -- little-endian f32, a unit vector
+    PRIMARY KEY (note, passage)
+);
+"#;
+
 /// The schema version from which links are indexed.
 const LINKED_SINCE: i64 = 6;
 
@@ -172,6 +184,7 @@ pub(super) const KEPT_PREFIX_CHARS: [usize; 2] = [2, 3];
 /// Tables a current store must have; their absence means damage, not a new store.
 const REQUIRED_TABLES: &[&str] = &[
     "note_links",
+    "note_vectors",
     "note_terms",
     "note_tags",
     "note_versions",

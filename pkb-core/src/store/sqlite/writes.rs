@@ -131,6 +131,8 @@ pub(super) fn unindex_row(
     terms::unindex_terms(conn, vocabulary, old.seq)?;
     conn.prepare_cached("DELETE FROM note_tags WHERE note = ?1")?
         .execute([old.seq])?;
+    // Made again by the background indexer, for the note as it is now.
+    super::vectors::forget(conn, old.seq)?;
     link_index::unindex_links(conn, old.seq)
 }
 

@@ -1093,3 +1093,5 @@ on_both_backends! {
 
 mod history;
 mod links;
+#[cfg(feature = "meaning")]
+mod meaning;

@@ -1,0 +1,45 @@
+//! The bundled sentence encoder: pocket-encoder's paraphrase-MiniLM-L3-v2 (4-bit weights in the
+//! crate itself, 384 coordinates, unit vectors), loaded once per process when first asked for.
+
+#[cfg(feature = "meaning")]
+use std::sync::OnceLock;
+
+/// Why text could not be made a vector.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("search by meaning failed: {0}")]
+pub struct MeaningError(pub String);
+
+/// The encoder's full identity, stored with every vector: vectors of another identity are
+/// never compared with these, and are made again.
+#[cfg(feature = "meaning")]
+pub fn model_id() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        let info = pocket_encoder::model_info();
+        format!("{}@{}", info.id, info.revision)
+    })
+}
+
+/// One unit vector per text, in order. Blocks for the encoder's work (about a millisecond a
+/// passage, and the loading of the weights at the first call): call it off the async runtime.
+#[cfg(feature = "meaning")]
+pub fn embed(texts: &[String]) -> Result<Vec<Vec<f32>>, MeaningError> {
+    let encoder = pocket_encoder::Encoder::new().map_err(|e| MeaningError(e.to_string()))?;
+    encoder
+        .embed(texts)
+        .map_err(|e| MeaningError(e.to_string()))
+}
+
+/// Without the `meaning` feature there is no encoder.
+#[cfg(not(feature = "meaning"))]
+pub fn model_id() -> &'static str {
+    "none"
+}
+
+/// Without the `meaning` feature there is no encoder.
+#[cfg(not(feature = "meaning"))]
+pub fn embed(_texts: &[String]) -> Result<Vec<Vec<f32>>, MeaningError> {
+    Err(MeaningError(
+        "this build of PKB has no encoder (the `meaning` feature)".into(),
+    ))
+}

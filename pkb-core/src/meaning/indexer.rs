@@ -1,0 +1,90 @@
+//! The background work that keeps every note's vectors: started by a store's first search by
+//! meaning, it embeds each note that has no vectors of the encoder for its current version (the
+//! engine drops a note's vectors with the change that makes them stale), then waits for the
+//! next write. A write is never slowed by the encoder, and a restart or an import is caught up
+//! with in the background.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use super::passages::passages;
+use crate::store::{NoteEngine, Store};
+
+/// Notes read from the engine at a time.
+const BATCH: usize = 32;
+/// How long it waits for a write before it looks again by itself: another process writing to
+/// the same store does not wake it.
+const LOOK_AGAIN: Duration = Duration::from_secs(10);
+/// How long it waits after a failure (a store that cannot be read, say).
+const AFTER_FAILURE: Duration = Duration::from_secs(5);
+
+/// The indexer of one store; it runs once started, for as long as the store is open.
+#[derive(Default)]
+pub struct VectorIndexer {
+    wake: Notify,
+    started: AtomicBool,
+}
+
+impl VectorIndexer {
+    /// Tells it the notes changed.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Starts it for `store`, unless it runs already. Needs a tokio runtime.
+    pub fn start(self: &Arc<Self>, store: &Store) {
+        if self.started.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let engine = Arc::downgrade(store.engine());
+        tokio::spawn(Arc::clone(self).run(engine));
+    }
+
+    async fn run(self: Arc<Self>, engine: Weak<dyn NoteEngine>) {
+        let model = super::model_id();
+        loop {
+            // Held for one batch only, so that a store no one uses any more is dropped.
+            let Some(store) = engine.upgrade() else {
+                return;
+            };
+            let pending = match store.notes_without_vectors(model, BATCH).await {
+                Ok(pending) => pending,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read the notes that need vectors");
+                    drop(store);
+                    tokio::time::sleep(AFTER_FAILURE).await;
+                    continue;
+                }
+            };
+            if pending.is_empty() {
+                drop(store);
+                let _ = tokio::time::timeout(LOOK_AGAIN, self.wake.notified()).await;
+                continue;
+            }
+            for note in pending {
+                let texts = passages(&note);
+                let made = tokio::task::spawn_blocking(move || super::embed(&texts)).await;
+                let vectors = match made {
+                    Ok(Ok(vectors)) => vectors,
+                    Ok(Err(error)) => {
+                        tracing::warn!(%error, id = note.id, "cannot make a note's vectors");
+                        tokio::time::sleep(AFTER_FAILURE).await;
+                        break;
+                    }
+                    Err(_) => return,
+                };
+                if let Err(error) = store
+                    .put_vectors(&note.id, note.version, model, vectors)
+                    .await
+                {
+                    tracing::warn!(%error, id = note.id, "cannot keep a note's vectors");
+                    tokio::time::sleep(AFTER_FAILURE).await;
+                    break;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! Search by meaning: a note's passages as vectors of the sentence encoder bundled in the
+//! binary, the nearest notes to a query's vector, and the fusion of word and meaning ranks.
+//! The encoder is loaded when first needed; nothing is downloaded, at build or run time.
+
+mod encoder;
+pub mod fusion;
+pub mod indexer;
+pub mod passages;
+
+pub use encoder::{MeaningError, embed, model_id};

@@ -1,0 +1,102 @@
+//! Search by meaning and hybrid search on each backend, with the bundled encoder.
+
+use super::*;
+
+/// Notes whose words share nothing with the queries below.
+async fn garage_and_kitchen() -> Store {
+    let store = empty().await;
+    for (id, title, tags, body) in [
+        (
+            "car",
+            "Fixing the car",
+            &["garage"][..],
+            "The mechanic replaced the engine's timing belt and the brakes.",
+        ),
+        (
+            "groceries",
+            "Grocery list",
+            &["home"][..],
+            "Milk, eggs, bread and apples for the week.",
+        ),
+        (
+            "meeting",
+            "Meeting notes",
+            &["work"][..],
+            "Date, attendees, decisions and follow-ups.",
+        ),
+    ] {
+        store
+            .put(draft(id, title, tags, body), PutMode::CreateOnly)
+            .await
+            .unwrap();
+    }
+    store
+}
+
+/// The ids `search` gives once the background indexer has caught up (it starts at the first
+/// search by meaning).
+async fn found_by_meaning(
+    store: &Store,
+    query: &str,
+    tags: &[String],
+    expect_first: &str,
+) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let hits = store.search_by_meaning(query, tags, 10).await.unwrap();
+        let ids: Vec<String> = hits.iter().map(|h| h.id.clone()).collect();
+        if ids.first().map(String::as_str) == Some(expect_first)
+            || std::time::Instant::now() > deadline
+        {
+            return ids;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+on_both_backends! {
+    async fn a_paraphrase_is_found_that_no_word_matches() {
+        let store = garage_and_kitchen().await;
+        assert!(store.search("automobile repair", &[], 10).await.unwrap().is_empty(), "no word matches");
+        let ids = found_by_meaning(&store, "automobile repair", &[], "car").await;
+        assert_eq!(ids.first().map(String::as_str), Some("car"), "{ids:?}");
+        let ids = found_by_meaning(&store, "food shopping", &[], "groceries").await;
+        assert_eq!(ids.first().map(String::as_str), Some("groceries"), "{ids:?}");
+        // The tags filter holds in every mode.
+        let home = vec!["home".to_owned()];
+        let hits = store.search_by_meaning("automobile repair", &home, 10).await.unwrap();
+        assert_eq!(hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(), ["groceries"]);
+        let hybrid = store.search_hybrid("automobile repair", &home, 10).await.unwrap();
+        assert!(hybrid.iter().all(|h| h.tags.contains(&"home".to_owned())));
+    }
+
+    async fn hybrid_needs_only_some_words_and_keeps_meaning() {
+        let store = garage_and_kitchen().await;
+        found_by_meaning(&store, "vehicle maintenance", &[], "car").await;
+        found_by_meaning(&store, "food shopping", &[], "groceries").await;
+        // "brakes" is a word of the car note; "shopping" a meaning of the grocery list.
+        let hits = store.search_hybrid("brakes shopping", &[], 10).await.unwrap();
+        let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+        assert!(ids.contains(&"car") && ids.contains(&"groceries"), "{ids:?}");
+        assert!(store.search("brakes shopping", &[], 10).await.unwrap().is_empty(), "words needs both");
+    }
+
+    async fn vectors_follow_writes_deletes_and_restores() {
+        let store = garage_and_kitchen().await;
+        found_by_meaning(&store, "automobile repair", &[], "car").await;
+        store.put(draft("bike", "Bicycle", &[], "The bicycle got a new chain and fresh tyres at the repair shop."), PutMode::CreateOnly).await.unwrap();
+        let ids = found_by_meaning(&store, "bicycle repair", &[], "bike").await;
+        assert_eq!(ids.first().map(String::as_str), Some("bike"), "a write is found: {ids:?}");
+        store.delete("car").await.unwrap();
+        let hits = store.search_by_meaning("automobile repair", &[], 10).await.unwrap();
+        assert!(hits.iter().all(|h| h.id != "car"), "a deleted note is gone at once");
+        store.restore("car", 1).await.unwrap();
+        let ids = found_by_meaning(&store, "automobile repair", &[], "car").await;
+        assert_eq!(ids.first().map(String::as_str), Some("car"), "{ids:?}");
+        // A note rewritten is found by what it says now.
+        store.put(draft("car", "Fixing the car", &[], "Apples, pears and plums from the market."), PutMode::Replace).await.unwrap();
+        let ids = found_by_meaning(&store, "fruit", &[], "car").await;
+        assert_eq!(ids.first().map(String::as_str), Some("car"), "{ids:?}");
+        store.verify().await.unwrap();
+    }
+}
