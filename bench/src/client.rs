@@ -310,6 +310,11 @@ pub enum Expect {
         /// Its version after the edit.
         version: u64,
     },
+    /// `search` whose matches are not known here: at most `limit` stored notes, best first.
+    Ranked {
+        /// The most results asked for.
+        limit: usize,
+    },
     /// `history` of one note whose newest version is `newest`, listing `listed` versions.
     History {
         /// The note's id.
@@ -439,6 +444,25 @@ pub fn check(answer: &Value, expect: &Expect, catalog: &Catalog) -> Result<(), E
                 || text != format!("edited: {id} (version {version})")
             {
                 return fail(&format!("edit did not make version {version} of {id}"));
+            }
+        }
+        Expect::Ranked { limit } => {
+            let Some(results) = structured.get("results").and_then(Value::as_array) else {
+                return fail("no results array");
+            };
+            if results.len() > *limit {
+                return fail(&format!("{} results of {limit}", results.len()));
+            }
+            let mut last = f64::INFINITY;
+            for hit in results {
+                let id = hit.get("id").and_then(Value::as_str).unwrap_or_default();
+                let score = hit.get("score").and_then(Value::as_f64);
+                if !catalog.by_id.contains_key(id) || score.is_none_or(|s| s > last) {
+                    return fail(&format!(
+                        "result {id:?} is not a stored note or out of order"
+                    ));
+                }
+                last = score.unwrap_or_default();
             }
         }
         Expect::History { id, newest, listed } => {

@@ -15,6 +15,7 @@ mod client;
 mod floor;
 mod history;
 mod links;
+mod meaning;
 mod measure;
 mod phases;
 mod postgres;
@@ -43,8 +44,10 @@ usage: cargo run --release -p pkb-bench -- [options]
                      generated vault of 10,000 Markdown files), and history
                      (edit against write, fetch of notes with 50 versions,
                      history of a note with 1,000), and links (two stores of
-                     10,000 notes, with five links each and without)
+                     10,000 notes, with five links each and without), and
+                     meaning (search by meaning and hybrid, the indexer)
                      [default: all]
+  --meaning-notes N  notes in the meaning phase's store [default: 10000]
   --calls N          sequential calls per tool, after warm-up [default: 5000]
   --warmup N         warm-up calls before each sequential run [default: 500]
   --pipelined N      calls in the pipelined run [default: 20000]
@@ -80,6 +83,7 @@ struct Config {
     keep: bool,
     only: Option<Vec<String>>,
     postgres: Option<String>,
+    meaning_notes: usize,
 }
 
 impl Config {
@@ -113,6 +117,7 @@ fn parse_args() -> Result<Mode, String> {
         keep: false,
         only: None,
         postgres: None,
+        meaning_notes: 10_000,
     };
     let mut floor = false;
     let mut preload = 0;
@@ -129,6 +134,7 @@ fn parse_args() -> Result<Mode, String> {
             "-h" | "--help" => return Ok(Mode::Help),
             "--floor-server" => floor = true,
             "--preload" => preload = number(&arg, args.next())?,
+            "--meaning-notes" => config.meaning_notes = number(&arg, args.next())?,
             "--json" => config.json = Some(args.next().ok_or("--json needs a file")?.into()),
             "--sizes" => {
                 let value = args.next().ok_or("--sizes needs a list")?;
@@ -432,6 +438,26 @@ fn targets_unchecked(key: &Key) -> Vec<Target> {
         holds: Some(ratio(linked, plain) <= 1.1),
     });
     out.push(Target {
+        name: "meaning and hybrid search p99 <= 50 ms at 10,000 notes of about 1,000 characters"
+            .into(),
+        measured: format!("{} and {}", us(key.meaning_p99[0]), us(key.meaning_p99[1])),
+        holds: Some(key.meaning_p99.iter().all(|p| *p <= 50_000.0)),
+    });
+    out.push(Target {
+        name: "every vector ready within 5 minutes, word search and writes within 1.2x meanwhile"
+            .into(),
+        measured: format!(
+            "{:.0} s; word search {:.2}x, writes {:.2}x",
+            key.meaning_ready_s, key.meaning_during[0], key.meaning_during[1]
+        ),
+        holds: Some(key.meaning_ready_s <= 300.0 && key.meaning_during.iter().all(|r| *r <= 1.2)),
+    });
+    out.push(Target {
+        name: "peak RSS with the encoder loaded <= 150 MB".into(),
+        measured: format!("{:.1} MB", key.meaning_rss_kib * 1024.0 / 1e6),
+        holds: Some(key.meaning_rss_kib * 1024.0 <= 150e6),
+    });
+    out.push(Target {
         name: "write p50 with a durable commit".into(),
         measured: format!(
             "{} with synchronous=FULL in WAL mode (one fsync of the WAL per write; \
@@ -550,6 +576,20 @@ fn run(config: &Config) -> Result<(), Error> {
             &server,
             temp.path(),
             config.calls.min(2_000),
+            &mut report,
+            &mut key,
+        )?;
+    }
+    if config
+        .only
+        .as_ref()
+        .is_some_and(|only| only.iter().any(|p| p == "meaning"))
+    {
+        meaning::run(
+            &server,
+            temp.path(),
+            config.meaning_notes,
+            config.window,
             &mut report,
             &mut key,
         )?;

@@ -75,6 +75,14 @@ pub struct Key {
     pub linked_random_fetch_p50: [f64; 2],
     /// Write p50 of a note with 20 links and without (µs).
     pub linked_write_p50: [f64; 2],
+    /// Seconds until every note had its vectors.
+    pub meaning_ready_s: f64,
+    /// Word search p50 and write p50 while indexing, as ratios to before it.
+    pub meaning_during: [f64; 2],
+    /// Meaning and hybrid search p99 (µs).
+    pub meaning_p99: [f64; 2],
+    /// Peak RSS with the encoder loaded (KiB).
+    pub meaning_rss_kib: f64,
 }
 
 impl Default for Key {
@@ -101,6 +109,10 @@ impl Default for Key {
             linked_fetch_p50: [f64::NAN; 2],
             linked_random_fetch_p50: [f64::NAN; 2],
             linked_write_p50: [f64::NAN; 2],
+            meaning_ready_s: f64::NAN,
+            meaning_during: [f64::NAN; 2],
+            meaning_p99: [f64::NAN; 2],
+            meaning_rss_kib: f64::NAN,
         }
     }
 }

@@ -64,8 +64,15 @@ fn pkb_file(dir: &Path, n: usize) -> PathBuf {
     path
 }
 
+/// Takes a store back to how versions before 7 made it: no vectors.
+fn without_vectors(conn: &rusqlite::Connection) {
+    conn.execute_batch("DROP TABLE note_vectors; PRAGMA user_version = 6;")
+        .unwrap();
+}
+
 /// Takes a store back to how versions before 6 made it: no link index.
 fn without_links(conn: &rusqlite::Connection) {
+    without_vectors(conn);
     conn.execute_batch(
         "DROP TABLE note_links; DROP INDEX notes_by_title_key;
          ALTER TABLE notes DROP COLUMN title_key; PRAGMA user_version = 5;",
@@ -411,7 +418,7 @@ fn refuses_a_store_from_a_newer_version() {
             err,
             StoreError::TooNew {
                 found: 9,
-                supported: 6,
+                supported: 7,
                 ..
             }
         ),
@@ -420,7 +427,7 @@ fn refuses_a_store_from_a_newer_version() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} was written by a newer PKB (schema version 9, this build reads up to 6)",
+            "{} was written by a newer PKB (schema version 9, this build reads up to 7)",
             path.display()
         )
     );
@@ -463,7 +470,7 @@ fn a_missing_file_is_created_with_its_folders() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(app_id, 0x504B_4231);
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
     assert_eq!(mode, "wal");
 }
 
@@ -552,7 +559,7 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
     let (notes, indexed): (i64, i64) = conn
         .query_row(
             "SELECT (SELECT notes FROM search_stats), (SELECT count(*) FROM note_terms)",
@@ -603,7 +610,7 @@ fn a_version_4_store_keeps_each_note_as_its_version_1() {
     });
     drop(store);
     let (version, _) = version_and_index(&path);
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
 }
 
 #[test]
@@ -635,7 +642,7 @@ fn a_version_5_store_gets_the_links_of_every_note() {
     });
     drop(store);
     let (version, _) = version_and_index(&path);
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
 }
 
 #[test]
@@ -661,7 +668,7 @@ fn a_version_2_store_gets_the_prefix_index_and_its_notes_stay_searchable() {
     });
     drop(store);
     let (version, sql) = version_and_index(&path);
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
     assert!(sql.contains("prefix = '2 3'"), "{sql}");
 }
 
@@ -701,7 +708,7 @@ fn a_version_3_store_is_indexed_folded_and_finds_what_its_notes_read_as() {
     });
     drop(store);
     let (version, sql) = version_and_index(&path);
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
     assert!(sql.contains("content = 'notes_folded'"), "{sql}");
 }
 

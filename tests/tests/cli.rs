@@ -611,3 +611,34 @@ fn check_finds_a_link_index_out_of_step_and_reindex_mends_it() {
         "backlinks come back with the index"
     );
 }
+
+#[test]
+fn check_finds_vectors_of_no_note_and_reindex_drops_them() {
+    let (_dir, db) = support::temp_store();
+    assert!(
+        pkb(&["--db", &db, "call", "echo", r#"{"text": "x"}"#])
+            .status
+            .success()
+    );
+    // What a hand-made change that bypassed PKB leaves: a vector of a note that is not there.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "INSERT INTO note_vectors (note, passage, model, vector) VALUES (999, 0, 'm', x'00000000')",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let output = pkb(&["--db", &db, "check"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("vectors out of step: 1 vectors belong to no note"),
+        "{stderr}"
+    );
+    let output = pkb(&["--db", &db, "reindex"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

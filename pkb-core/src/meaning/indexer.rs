@@ -65,16 +65,13 @@ impl VectorIndexer {
                 continue;
             }
             for note in pending {
-                let texts = passages(&note);
-                let made = tokio::task::spawn_blocking(move || super::embed(&texts)).await;
-                let vectors = match made {
-                    Ok(Ok(vectors)) => vectors,
-                    Ok(Err(error)) => {
+                let vectors = match super::embed_in_background(passages(&note)).await {
+                    Ok(vectors) => vectors,
+                    Err(error) => {
                         tracing::warn!(%error, id = note.id, "cannot make a note's vectors");
                         tokio::time::sleep(AFTER_FAILURE).await;
                         break;
                     }
-                    Err(_) => return,
                 };
                 if let Err(error) = store
                     .put_vectors(&note.id, note.version, model, vectors)

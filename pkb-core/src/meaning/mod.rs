@@ -7,4 +7,4 @@ pub mod fusion;
 pub mod indexer;
 pub mod passages;
 
-pub use encoder::{MeaningError, embed, model_id};
+pub use encoder::{MeaningError, embed, embed_in_background, model_id};

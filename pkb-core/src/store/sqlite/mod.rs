@@ -46,6 +46,7 @@ mod schema;
 mod search;
 mod search_planner;
 mod terms;
+mod vector_cache;
 mod vectors;
 mod wal_watch;
 mod write_probe;
@@ -163,6 +164,8 @@ pub(super) struct SqliteBackend {
     cache: NoteCache,
     /// The same, with their links and backlinks, as `fetch` answers them.
     linked: NoteCache<NoteWithLinks>,
+    /// The vectors read since the last commit, for search by meaning.
+    vector_cache: vector_cache::VectorCache,
     /// Whether the store was small enough at its last search for the next to try
     /// [`NoteBackend::search_at_once`] (true until a first search has looked).
     small_when_searched: AtomicBool,

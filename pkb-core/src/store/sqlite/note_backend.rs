@@ -5,9 +5,9 @@ use super::link_index;
 use super::opening::open_reader;
 use super::rows::{note_from_row, sorted_with_prefix, sql_limit, tags_from_json};
 use super::search::{in_snapshot, search_on};
-use super::vectors;
 use super::writes::{delete_write, purge_write, put_dated_write, put_write};
 use super::*;
+use super::{vector_cache, vectors};
 use crate::links::{link_targets, links_of};
 
 /// What reads of the history name in errors.
@@ -358,9 +358,23 @@ impl NoteBackend for SqliteBackend {
         tags: &[String],
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
-        self.read(SEARCH_NOTES, |conn| {
-            vectors::nearest(conn, model, query, tags, limit)
-        })
+        let read_at = self.changes.stamp();
+        if let Some(kept) = read_at.and_then(|at| self.vector_cache.get(at, model)) {
+            self.requests.fetch_add(1, Ordering::Relaxed);
+            return Ok(kept.nearest(query, tags, limit));
+        }
+        let matrix = self.read(SEARCH_NOTES, |conn| {
+            in_snapshot(conn, || vector_cache::Matrix::load(conn, model))
+        })?;
+        let matrix = std::sync::Arc::new(matrix);
+        // Kept only when nothing was committed during the read, as notes are.
+        if let Some(at) = read_at
+            && self.changes.stamp() == Some(at)
+        {
+            self.vector_cache
+                .keep(at, model, std::sync::Arc::clone(&matrix));
+        }
+        Ok(matrix.nearest(query, tags, limit))
     }
 
     fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
@@ -420,6 +434,8 @@ impl NoteBackend for SqliteBackend {
             )?;
             schema::rebuild_search_index(tx)?;
             link_index::rebuild(tx)?;
+            // Vectors of notes that are gone go; missing ones the indexer makes again.
+            vectors::drop_orphans(tx)?;
             tx.query_row("SELECT count(*) FROM notes", [], |r| r.get(0))
         })
     }
@@ -465,6 +481,12 @@ impl NoteBackend for SqliteBackend {
         if links != 0 {
             problems.push(format!(
                 "link index out of step: the links of {links} notes differ from their bodies"
+            ));
+        }
+        let orphans = self.read("check the store", vectors::orphans)?;
+        if orphans != 0 {
+            problems.push(format!(
+                "vectors out of step: {orphans} vectors belong to no note"
             ));
         }
         // FTS5 compares its index with the notes table; it is an INSERT, so it needs the

@@ -127,6 +127,7 @@ impl SqliteBackend {
             changes: ChangeWatch::file(path, BUSY_TIMEOUT),
             cache: NoteCache::new(),
             linked: NoteCache::new(),
+            vector_cache: Default::default(),
             small_when_searched: AtomicBool::new(true),
             wal,
         };
@@ -169,6 +170,7 @@ impl SqliteBackend {
             changes: ChangeWatch::OwnWrites(AtomicU64::new(0)),
             cache: NoteCache::new(),
             linked: NoteCache::new(),
+            vector_cache: Default::default(),
             small_when_searched: AtomicBool::new(true),
             wal: wal_watch::WalWatch::none(),
         })

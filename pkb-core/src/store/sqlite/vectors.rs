@@ -1,12 +1,11 @@
 //! The notes' vectors for search by meaning: one row per passage, of the encoder that made it,
 //! removed with the change that makes them stale (in its transaction), made again by the
-//! background indexer; and the exact scan that finds the nearest notes.
+//! background indexer. [`super::vector_cache`] scans them.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::rows::{note_from_row, tags_from_json};
+use super::rows::note_from_row;
 use crate::note::Note;
-use crate::store::SearchHit;
 
 /// Forgets the vectors of the note at `seq`.
 pub(super) fn forget(conn: &Connection, seq: i64) -> rusqlite::Result<()> {
@@ -51,55 +50,24 @@ pub(super) fn keep(
     Ok(true)
 }
 
-/// The notes whose best passage is nearest to `query`, carrying every tag of `tags`: every
-/// vector of `model` read and compared (an exact scan).
-pub(super) fn nearest(
-    conn: &Connection,
-    model: &str,
-    query: &[f32],
-    tags: &[String],
-    limit: usize,
-) -> rusqlite::Result<Vec<SearchHit>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT n.id, n.title, n.tags, v.vector FROM note_vectors v JOIN notes n ON n.seq = v.note
-         WHERE v.model = ?1 ORDER BY v.note",
+/// How many vectors belong to no note (which a change bypassing PKB could leave).
+pub(super) fn orphans(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row(
+        "SELECT count(*) FROM note_vectors WHERE NOT EXISTS (SELECT 1 FROM notes WHERE seq = note)",
+        [],
+        |r| r.get(0),
+    )
+}
+
+/// Removes the vectors that belong to no note.
+pub(super) fn drop_orphans(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute(
+        "DELETE FROM note_vectors WHERE NOT EXISTS (SELECT 1 FROM notes WHERE seq = note)",
+        [],
     )?;
-    let mut rows = stmt.query([model])?;
-    let mut best: Vec<SearchHit> = Vec::new();
-    while let Some(row) = rows.next()? {
-        let score = f64::from(dot(query, row.get_ref(3)?.as_blob()?));
-        let id: String = row.get(0)?;
-        match best.last_mut() {
-            // Rows come by note: a note's passages one after another.
-            Some(last) if last.id == id => last.score = last.score.max(score),
-            _ => {
-                let note_tags = tags_from_json(row, 2)?;
-                if !tags.iter().all(|t| note_tags.contains(t)) {
-                    continue;
-                }
-                best.push(SearchHit {
-                    id,
-                    title: row.get(1)?,
-                    tags: note_tags,
-                    score,
-                });
-            }
-        }
-    }
-    best.sort_by(|a, b| b.score.total_cmp(&a.score));
-    best.truncate(limit);
-    Ok(best)
+    Ok(())
 }
 
 fn to_bytes(vector: &[f32]) -> Vec<u8> {
     vector.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// The dot product of `query` and a stored vector (both unit vectors: their cosine).
-fn dot(query: &[f32], stored: &[u8]) -> f32 {
-    stored
-        .chunks_exact(4)
-        .zip(query)
-        .map(|(bytes, q)| f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) * q)
-        .sum()
 }

@@ -100,3 +100,50 @@ on_both_backends! {
         store.verify().await.unwrap();
     }
 }
+
+/// A store reopened while its vectors were being made goes on from where it was.
+#[tokio::test]
+async fn indexing_goes_on_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pkb.db");
+    let notes: Vec<NoteDraft> = (0..40)
+        .map(|n| {
+            draft(
+                &format!("n{n}"),
+                &format!("Note {n}"),
+                &[],
+                &format!("Entry number {n} of a long diary."),
+            )
+        })
+        .collect();
+    let indexed = |store: &Store| {
+        let store = store.clone();
+        async move {
+            store
+                .search_by_meaning("diary", &[], 100)
+                .await
+                .unwrap()
+                .len()
+        }
+    };
+    {
+        let store = sqlite::open(&path, false).unwrap();
+        store.put_many(notes, PutMode::CreateOnly).await.unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while indexed(&store).await == 0 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(indexed(&store).await > 0, "indexing started");
+    }
+    let store = sqlite::open(&path, false).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while indexed(&store).await < 40 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        indexed(&store).await,
+        40,
+        "every note has its vectors after the restart"
+    );
+    store.verify().await.unwrap();
+}
