@@ -95,7 +95,7 @@ impl Config {
 }
 
 enum Mode {
-    Bench(Config),
+    Bench(Box<Config>),
     Floor { preload: usize },
     Help,
 }
@@ -179,7 +179,7 @@ fn parse_args() -> Result<Mode, String> {
     Ok(if floor {
         Mode::Floor { preload }
     } else {
-        Mode::Bench(config)
+        Mode::Bench(Box::new(config))
     })
 }
 
