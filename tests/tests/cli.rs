@@ -642,3 +642,30 @@ fn check_finds_vectors_of_no_note_and_reindex_drops_them() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+#[test]
+fn a_first_search_by_meaning_at_the_terminal_finds_a_small_stores_notes() {
+    let (_dir, db) = support::temp_store();
+    let wrote = pkb(&[
+        "--db",
+        &db,
+        "call",
+        "write",
+        r#"{"title": "Fixing the car", "body": "The mechanic replaced the brakes."}"#,
+    ]);
+    assert!(wrote.status.success());
+    let found = pkb(&[
+        "--db",
+        &db,
+        "call",
+        "search",
+        r#"{"query": "automobile repair", "mode": "meaning"}"#,
+    ]);
+    assert!(
+        found.status.success(),
+        "{}",
+        String::from_utf8_lossy(&found.stderr)
+    );
+    let found: serde_json::Value = serde_json::from_slice(&found.stdout).unwrap();
+    assert_eq!(found["results"][0]["id"], "fixing-the-car", "{found}");
+}

@@ -26,12 +26,29 @@ const AFTER_FAILURE: Duration = Duration::from_secs(5);
 pub struct VectorIndexer {
     wake: Notify,
     started: AtomicBool,
+    /// Whether it has once found every note with its vectors.
+    caught_up: AtomicBool,
+    /// Told when it does.
+    caught_up_now: Notify,
 }
 
 impl VectorIndexer {
     /// Tells it the notes changed.
     pub fn wake(&self) {
         self.wake.notify_one();
+    }
+
+    /// Waits, at most `patience`, for it to have once given every note its vectors: so that the
+    /// first search by meaning of a small store (one at a terminal, say) finds its notes.
+    pub async fn first_catch_up(&self, patience: Duration) {
+        if self.caught_up.load(Ordering::SeqCst) {
+            return;
+        }
+        let notified = self.caught_up_now.notified();
+        if self.caught_up.load(Ordering::SeqCst) {
+            return;
+        }
+        let _ = tokio::time::timeout(patience, notified).await;
     }
 
     /// Starts it for `store`, unless it runs already. Needs a tokio runtime.
@@ -61,6 +78,9 @@ impl VectorIndexer {
             };
             if pending.is_empty() {
                 drop(store);
+                if !self.caught_up.swap(true, Ordering::SeqCst) {
+                    self.caught_up_now.notify_waiters();
+                }
                 let _ = tokio::time::timeout(LOOK_AGAIN, self.wake.notified()).await;
                 continue;
             }

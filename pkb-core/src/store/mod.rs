@@ -642,8 +642,8 @@ impl Store {
 
     /// The notes nearest in meaning to `query`, best first (cosine similarity of the note's
     /// best passage), carrying every tag of `tags`. The first call starts keeping the notes'
-    /// vectors in the background (and loads the encoder); notes not yet read by it are not
-    /// found until they are.
+    /// vectors in the background (and loads the encoder), and waits up to 3 s for them; notes
+    /// not yet read by it are not found until they are.
     pub async fn search_by_meaning(
         &self,
         query: &str,
@@ -653,6 +653,11 @@ impl Store {
         let tags = normalize_tags(tags);
         let query = embed_query(query).await?;
         self.vectors.start(self);
+        // A store's first search waits a little for its notes' vectors, which a small store
+        // has in that time; a large one answers with what is ready and goes on in the background.
+        self.vectors
+            .first_catch_up(std::time::Duration::from_secs(3))
+            .await;
         self.engine
             .nearest(crate::meaning::model_id(), &query, &tags, limit)
             .await
