@@ -82,27 +82,13 @@ pub fn run(
     let mut edited: Vec<(Note, u64)> = Vec::new();
     for _ in 0..200 {
         let note = new_note(&mut rng);
-        let args = json!({"title": note.title, "body": note.body, "tags": note.tags});
-        timed(
-            &mut peer,
-            "write",
-            &args,
-            &Expect::Write(note.clone()),
-            &catalog,
-        )?;
+        measure::timed(&mut peer, &Call::write(&note), &catalog)?;
         edited.push((note, 1));
     }
     let (mut writes, mut edits) = (Vec::new(), Vec::new());
     for k in 0..calls {
         let note = new_note(&mut rng);
-        let args = json!({"title": note.title, "body": note.body, "tags": note.tags});
-        writes.push(timed(
-            &mut peer,
-            "write",
-            &args,
-            &Expect::Write(note),
-            &catalog,
-        )?);
+        writes.push(measure::timed(&mut peer, &Call::write(&note), &catalog)?);
         let (note, version) = &mut edited[k % 200];
         *version += 1;
         edits.push(edit(&mut peer, note, *version, &catalog)?);
@@ -124,47 +110,21 @@ pub fn run(
     let mut versioned = Vec::new();
     for _ in 0..NOTES {
         let mut note = new_note(&mut rng);
-        let args = json!({"title": note.title, "body": note.body, "tags": note.tags});
-        timed(
-            &mut peer,
-            "write",
-            &args,
-            &Expect::Write(note.clone()),
-            &catalog,
-        )?;
+        measure::timed(&mut peer, &Call::write(&note), &catalog)?;
         for version in 2..=MANY as u64 {
             edit(&mut peer, &mut note, version, &catalog)?;
         }
         let mut twin = new_note(&mut rng);
         twin.body = note.body.clone();
-        let args = json!({"title": twin.title, "body": twin.body, "tags": twin.tags});
-        timed(
-            &mut peer,
-            "write",
-            &args,
-            &Expect::Write(twin.clone()),
-            &catalog,
-        )?;
+        measure::timed(&mut peer, &Call::write(&twin), &catalog)?;
         plain.push(twin);
         versioned.push(note);
     }
     let (mut few, mut many) = (Vec::new(), Vec::new());
     for k in 0..calls {
         let (a, b) = (&plain[k % NOTES], &versioned[k % NOTES]);
-        few.push(timed(
-            &mut peer,
-            "fetch",
-            &json!({"id": a.id}),
-            &Expect::Fetch(a.clone()),
-            &catalog,
-        )?);
-        many.push(timed(
-            &mut peer,
-            "fetch",
-            &json!({"id": b.id}),
-            &Expect::Fetch(b.clone()),
-            &catalog,
-        )?);
+        few.push(measure::timed(&mut peer, &Call::fetch(a), &catalog)?);
+        many.push(measure::timed(&mut peer, &Call::fetch(b), &catalog)?);
     }
     let (few, many) = (p50_p99(few), p50_p99(many));
     key.versioned_fetch_p50 = [many[0], few[0]];
@@ -179,15 +139,8 @@ pub fn run(
     // The history of one note of 1,000 versions.
     eprintln!("pkb-bench: {HISTORY}: a note of {LONG} versions");
     let mut long = new_note(&mut rng);
-    let args = json!({"title": long.title, "body": "", "tags": long.tags});
     long.body = String::new();
-    timed(
-        &mut peer,
-        "write",
-        &args,
-        &Expect::Write(long.clone()),
-        &catalog,
-    )?;
+    measure::timed(&mut peer, &Call::write(&long), &catalog)?;
     for version in 2..=LONG as u64 {
         edit(&mut peer, &mut long, version, &catalog)?;
     }

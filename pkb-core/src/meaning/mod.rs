@@ -5,6 +5,8 @@
 mod encoder;
 pub mod fusion;
 pub mod indexer;
+mod matrix;
 pub mod passages;
 
 pub use encoder::{MeaningError, embed, embed_in_background, model_id};
+pub use matrix::{Matrix, vector_bytes};

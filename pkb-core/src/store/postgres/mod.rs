@@ -30,6 +30,7 @@ use super::{
 };
 use crate::links::{Backlink, LinkedNote, TargetKeys, link_targets, title_key};
 use crate::locks::lock;
+use crate::meaning::{Matrix, vector_bytes};
 use crate::note::{Note, now_rfc3339};
 
 /// Connections kept in the pool: enough for a busy server; PostgreSQL's own default limit
@@ -750,10 +751,7 @@ impl NoteEngine for PgNotes {
     ) -> Result<bool, StoreError> {
         let failed = self.failed("keeping a note's vectors");
         let id = nul_escape::encode(id).into_owned();
-        let bytes: Vec<Vec<u8>> = vectors
-            .iter()
-            .map(|v| v.iter().flat_map(|x| x.to_le_bytes()).collect())
-            .collect();
+        let bytes: Vec<Vec<u8>> = vectors.iter().map(|v| vector_bytes(v)).collect();
         self.answered("keeping a note's vectors", ANSWER_WAIT, async {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(&failed)?;
@@ -798,28 +796,15 @@ impl NoteEngine for PgNotes {
                 &[&self.owner, &model, &tags],
             )
             .await?;
-        let mut best: Vec<SearchHit> = Vec::new();
+        let mut matrix = Matrix::default();
         for row in &rows {
-            let stored: &[u8] = row.get(3);
-            let score: f32 = stored
-                .chunks_exact(4)
-                .zip(query)
-                .map(|(b, q)| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * q)
-                .sum();
             let id: String = row.get(0);
-            match best.last_mut() {
-                Some(last) if last.id == id => last.score = last.score.max(f64::from(score)),
-                _ => best.push(SearchHit {
-                    id,
-                    title: row.get(1),
-                    tags: nul_escape::decode_all(row.get(2)),
-                    score: f64::from(score),
-                }),
+            if !matrix.holds_last(&id) {
+                matrix.push_note(id, row.get(1), nul_escape::decode_all(row.get(2)));
             }
+            matrix.push_vector(row.get(3));
         }
-        best.sort_by(|a, b| b.score.total_cmp(&a.score));
-        best.truncate(limit_to);
-        Ok(best)
+        Ok(matrix.nearest(query, &[], limit_to))
     }
 
     async fn resolve_targets(

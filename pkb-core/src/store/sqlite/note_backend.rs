@@ -364,7 +364,7 @@ impl NoteBackend for SqliteBackend {
             return Ok(kept.nearest(query, tags, limit));
         }
         let matrix = self.read(SEARCH_NOTES, |conn| {
-            in_snapshot(conn, || vector_cache::Matrix::load(conn, model))
+            in_snapshot(conn, || vector_cache::load(conn, model))
         })?;
         let matrix = std::sync::Arc::new(matrix);
         // Kept only when nothing was committed during the read, as notes are.

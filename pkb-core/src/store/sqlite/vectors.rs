@@ -5,6 +5,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::rows::note_from_row;
+use crate::meaning::vector_bytes;
 use crate::note::Note;
 
 /// Forgets the vectors of the note at `seq`.
@@ -45,7 +46,7 @@ pub(super) fn keep(
         "INSERT INTO note_vectors (note, passage, model, vector) VALUES (?1, ?2, ?3, ?4)",
     )?;
     for (passage, vector) in vectors.iter().enumerate() {
-        insert.execute(params![seq, passage as i64, model, to_bytes(vector)])?;
+        insert.execute(params![seq, passage as i64, model, vector_bytes(vector)])?;
     }
     Ok(true)
 }
@@ -66,8 +67,4 @@ pub(super) fn drop_orphans(conn: &Connection) -> rusqlite::Result<()> {
         [],
     )?;
     Ok(())
-}
-
-fn to_bytes(vector: &[f32]) -> Vec<u8> {
-    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
