@@ -1,0 +1,587 @@
+//! The two ways between a vault's files and its store: changes made to the files by other
+//! programs are taken in as versions made `by: file`, and every note PKB changes is written
+//! to its file. One change at a time ([`Folder::turn`]), so that PKB's own writes are never
+//! taken for another program's.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::file_index::{FileIndex, FileRecord, FileStamp, content_hash};
+use super::file_writes::{move_file, write_atomically};
+use super::note_file::{changed_file_text, new_file_text};
+use crate::ArgSpec;
+use crate::locks::lock;
+use crate::note::Note;
+use crate::store::NoteEngine;
+use crate::store::{NoteDates, Provenance, PutMode, PutOutcome, StoreError};
+use crate::vault::import::{Candidate, is_note_file, note_from_text, read_bounded};
+
+/// Who the history says made a change found in the files.
+pub const FILE_CLIENT: &str = "file";
+
+/// A file PKB cannot take as a note, and why; it is left as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedFile {
+    /// The file.
+    pub path: PathBuf,
+    /// The rule it breaks.
+    pub reason: String,
+}
+
+/// What a note change found in the files is told to: the note's id, and whether the list of
+/// notes changed (a note came or went, or its title changed).
+pub type Announce = Box<dyn Fn(&str, bool) + Send + Sync>;
+
+/// A vault: its folder, the store kept in step with it, and what PKB knows of its files.
+pub struct Folder {
+    root: PathBuf,
+    trash: PathBuf,
+    pub(super) inner: Arc<dyn NoteEngine>,
+    write_args: &'static [ArgSpec],
+    index: Arc<Mutex<FileIndex>>,
+    /// Held across each change, from either side.
+    pub(super) turn: tokio::sync::Mutex<()>,
+    refused: Mutex<Vec<RefusedFile>>,
+    announce: OnceLock<Announce>,
+}
+
+/// A file whose metadata differs from its record (or that has none), read.
+struct Looked {
+    path: String,
+    stamp: FileStamp,
+    hash: [u8; 32],
+    note: Result<Candidate, String>,
+}
+
+/// What a look at the files found.
+#[derive(Default)]
+struct Survey {
+    /// Every note file there, by path below the root.
+    present: HashSet<String>,
+    /// The ones that changed.
+    changed: Vec<Looked>,
+    /// The ones that cannot be read at all.
+    unreadable: Vec<RefusedFile>,
+}
+
+impl Folder {
+    /// A vault at `root` over `inner`, the store kept in `root/.pkb`.
+    pub(super) fn new(
+        root: PathBuf,
+        inner: Arc<dyn NoteEngine>,
+        index: FileIndex,
+        write_args: &'static [ArgSpec],
+    ) -> Folder {
+        Folder {
+            trash: root.join(super::META_DIR).join("trash"),
+            root,
+            inner,
+            write_args,
+            index: Arc::new(Mutex::new(index)),
+            turn: tokio::sync::Mutex::new(()),
+            refused: Mutex::default(),
+            announce: OnceLock::new(),
+        }
+    }
+
+    /// The vault's folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The files the last look found PKB cannot take, sorted by path.
+    pub fn refused_files(&self) -> Vec<RefusedFile> {
+        lock(&self.refused).clone()
+    }
+
+    /// Tells `announce` of every note changed through the files from now on.
+    pub fn on_change_from_files(&self, announce: Announce) {
+        let _ = self.announce.set(announce);
+    }
+
+    /// Takes in every change made to the files since they were last looked at.
+    pub async fn take_in_changes(&self) -> Result<(), StoreError> {
+        let _turn = self.turn.lock().await;
+        self.take_in(None).await
+    }
+
+    /// The start-up look: every file taken in, then every note the store holds that its file
+    /// does not (a change whose file write a crash cut off) written out.
+    pub(super) async fn take_in_at_start(&self) -> Result<(), StoreError> {
+        let _turn = self.turn.lock().await;
+        self.take_in(None).await?;
+        let mut after: Option<String> = None;
+        let mut listed = HashSet::new();
+        loop {
+            let notes = self.inner.list_with_bodies(after.as_deref(), 500).await?;
+            let Some(last) = notes.last() else { break };
+            after = Some(last.id.clone());
+            for note in notes {
+                let behind = {
+                    let index = lock(&self.index);
+                    match index.path_of(&note.id) {
+                        None => true,
+                        Some(path) => index.get(path).is_some_and(|r| r.version < note.version),
+                    }
+                };
+                if behind {
+                    self.write_note_file(&note).await?;
+                }
+                listed.insert(note.id);
+            }
+        }
+        let gone: Vec<(String, String)> = lock(&self.index)
+            .paths()
+            .filter(|(_, record)| !listed.contains(&record.id))
+            .map(|(path, record)| (path.clone(), record.id.clone()))
+            .collect();
+        for (path, id) in gone {
+            self.move_to_trash(&id, &path).await?;
+        }
+        Ok(())
+    }
+
+    /// Takes in a change made on disk to the file of note `id` that PKB has not read yet:
+    /// what a client's change of that note must come after. The caller holds the turn.
+    pub(super) async fn take_in_file_of(&self, id: &str) -> Result<(), StoreError> {
+        let path = lock(&self.index).path_of(id).map_or_else(
+            || format!("{id}.{}", super::super::NOTE_EXTENSION),
+            str::to_owned,
+        );
+        self.take_in(Some(path)).await
+    }
+
+    /// Looks at every file (or at `only` one) and takes in what changed. The caller holds
+    /// the turn.
+    async fn take_in(&self, only: Option<String>) -> Result<(), StoreError> {
+        let root = self.root.clone();
+        let index = Arc::clone(&self.index);
+        let write_args = self.write_args;
+        let whole = only.is_none();
+        let looked_for = only.clone();
+        let survey = tokio::task::spawn_blocking(move || survey(&root, &index, only, write_args))
+            .await
+            .map_err(|error| {
+                StoreError::Unavailable(format!("the vault's scan failed: {error}"))
+            })?;
+        let present = survey.present.clone();
+        let mut refused = survey.unreadable.clone();
+        // Gone: every recorded file not found, or the one looked for.
+        let vanished: Vec<(String, FileRecord)> = lock(&self.index)
+            .paths()
+            .filter(|(path, _)| !present.contains(*path))
+            .filter(|(path, _)| looked_for.as_ref().is_none_or(|only| only == *path))
+            .map(|(path, record)| (path.clone(), record.clone()))
+            .collect();
+        let mut vanished: HashMap<String, FileRecord> = vanished.into_iter().collect();
+        let mut claimed: HashMap<String, String> = HashMap::new();
+        let mut changed = survey.changed;
+        changed.sort_by(|a, b| a.path.cmp(&b.path));
+        for looked in changed {
+            let candidate = match looked.note {
+                Ok(candidate) => candidate,
+                Err(reason) => {
+                    refused.push(self.refused(&looked.path, reason));
+                    continue;
+                }
+            };
+            let (id, moved_from) =
+                self.identity(&looked.path, &looked.hash, &candidate, &mut vanished);
+            let holder = lock(&self.index)
+                .path_of(&id)
+                .filter(|holder| *holder != looked.path && present.contains(*holder))
+                .map(str::to_owned)
+                .or_else(|| claimed.get(&id).cloned());
+            if let Some(holder) = holder {
+                let reason = format!("its note's id `{id}` is the note of {holder}");
+                refused.push(self.refused(&looked.path, reason));
+                continue;
+            }
+            claimed.insert(id.clone(), looked.path.clone());
+            let note = self.take_in_note(id, candidate).await?;
+            let mut index = lock(&self.index);
+            if let Some(old) = &moved_from {
+                index.forget(old)?;
+            }
+            index.record(
+                &looked.path,
+                FileRecord {
+                    id: note.id.clone(),
+                    stamp: looked.stamp,
+                    hash: looked.hash,
+                    version: note.version,
+                },
+            )?;
+        }
+        for (path, record) in vanished {
+            if self.inner.delete(&record.id, FILE_CLIENT).await? {
+                self.announce(&record.id, true);
+            }
+            lock(&self.index).forget(&path)?;
+        }
+        refused.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut known = lock(&self.refused);
+        // Each file is told of once, not at every look while it stays as it is.
+        for file in refused.iter().filter(|file| !known.contains(file)) {
+            tracing::warn!(path = %file.path.display(), rule = %file.reason, "a file of the vault is left alone");
+        }
+        if whole {
+            *known = refused;
+        } else {
+            let looked_at = looked_for.as_ref().map(|path| self.root.join(path));
+            known.retain(|file| Some(&file.path) != looked_at.as_ref());
+            known.extend(refused);
+            known.sort_by(|a, b| a.path.cmp(&b.path));
+        }
+        Ok(())
+    }
+
+    /// The id a changed file's note has: its own file's, a file it was moved from (same
+    /// content, gone from its place), or the one its text gives.
+    fn identity(
+        &self,
+        path: &str,
+        hash: &[u8; 32],
+        candidate: &Candidate,
+        vanished: &mut HashMap<String, FileRecord>,
+    ) -> (String, Option<String>) {
+        if let Some(record) = lock(&self.index).get(path) {
+            return (record.id.clone(), None);
+        }
+        let moved = vanished
+            .iter()
+            .find(|(_, record)| record.hash == *hash)
+            .or_else(|| {
+                vanished
+                    .iter()
+                    .find(|(_, record)| record.id == candidate.draft.id)
+            })
+            .map(|(path, record)| (path.clone(), record.id.clone()));
+        match moved {
+            Some((path, id)) => {
+                vanished.remove(&path);
+                (id, Some(path))
+            }
+            None => (candidate.draft.id.clone(), None),
+        }
+    }
+
+    /// Saves a file's note as a version made by `file`, unless the store holds it already.
+    async fn take_in_note(&self, id: String, candidate: Candidate) -> Result<Note, StoreError> {
+        let Candidate { mut draft, dates } = candidate;
+        draft.id = id;
+        let current = self.inner.get(&draft.id).await?;
+        if let Some(current) = &current
+            && current.title == draft.title
+            && current.tags == draft.tags
+            && current.body == draft.body
+        {
+            return Ok(current.clone());
+        }
+        let by = Provenance::write(FILE_CLIENT);
+        let outcome = match &current {
+            Some(_) => self.inner.put(draft, PutMode::Replace, &by).await?,
+            None => {
+                let dates = NoteDates {
+                    created_at: dates.created_at,
+                    updated_at: None,
+                };
+                let mut outcomes = self
+                    .inner
+                    .put_dated(vec![(draft, dates)], PutMode::Replace, &by)
+                    .await?;
+                outcomes.pop().unwrap_or(PutOutcome::Missing)
+            }
+        };
+        match outcome {
+            PutOutcome::Created(note) => {
+                self.announce(&note.id, true);
+                Ok(note)
+            }
+            PutOutcome::Replaced(note) => {
+                let title_changed = current.is_some_and(|c| c.title != note.title);
+                self.announce(&note.id, title_changed);
+                Ok(note)
+            }
+            _ => Err(StoreError::Unavailable(
+                "the store answered a file's change with no note".to_owned(),
+            )),
+        }
+    }
+
+    /// Writes `note` to its file: the one that holds it, the one it was deleted from, or a
+    /// new `<id>.md`. The caller holds the turn.
+    pub(super) async fn write_note_file(&self, note: &Note) -> Result<(), StoreError> {
+        let root = self.root.clone();
+        let trash = self.trash.clone();
+        let index = Arc::clone(&self.index);
+        let note = note.clone();
+        tokio::task::spawn_blocking(move || write_note_file(&root, &trash, &index, &note))
+            .await
+            .map_err(|error| StoreError::Unavailable(format!("writing a note's file: {error}")))?
+    }
+
+    /// Moves the file of the deleted note `id` to `.pkb/trash/`, where a restore finds it.
+    /// The caller holds the turn.
+    pub(super) async fn move_to_trash(&self, id: &str, path: &str) -> Result<(), StoreError> {
+        let from = self.root.join(path);
+        let to = self.trash.join(path);
+        let id = id.to_owned();
+        let path = path.to_owned();
+        let index = Arc::clone(&self.index);
+        tokio::task::spawn_blocking(move || {
+            match move_file(&from, &to) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => return Err(file_failed(&from, &error)),
+            }
+            let mut index = lock(&index);
+            index.forget(&path)?;
+            index.trash(&id, &path)
+        })
+        .await
+        .map_err(|error| StoreError::Unavailable(format!("moving a note's file: {error}")))?
+    }
+
+    /// The path of the file holding note `id`.
+    pub(super) fn path_of(&self, id: &str) -> Option<String> {
+        lock(&self.index).path_of(id).map(str::to_owned)
+    }
+
+    /// Forgets every file of note `id`, in the folder and in the trash: a purge.
+    pub(super) async fn erase(&self, id: &str) -> Result<(), StoreError> {
+        let (live, trashed) = {
+            let index = lock(&self.index);
+            (
+                index.path_of(id).map(str::to_owned),
+                index.trashed_path(id).map(str::to_owned),
+            )
+        };
+        if let Some(path) = live {
+            remove_if_there(&self.root.join(&path))?;
+            lock(&self.index).forget(&path)?;
+        }
+        if let Some(path) = trashed {
+            remove_if_there(&self.trash.join(&path))?;
+            lock(&self.index).untrash(id)?;
+        }
+        Ok(())
+    }
+
+    fn refused(&self, path: &str, reason: String) -> RefusedFile {
+        RefusedFile {
+            path: self.root.join(path),
+            reason,
+        }
+    }
+
+    fn announce(&self, id: &str, list_changed: bool) {
+        if let Some(announce) = self.announce.get() {
+            announce(id, list_changed);
+        }
+    }
+}
+
+/// Looks at the files (every one, or `only` one) against their records; a file whose content
+/// is unchanged has its new metadata recorded here.
+fn survey(
+    root: &Path,
+    index: &Mutex<FileIndex>,
+    only: Option<String>,
+    write_args: &'static [ArgSpec],
+) -> Survey {
+    let mut survey = Survey::default();
+    let found: Vec<(String, std::io::Result<std::fs::Metadata>)> = match only {
+        Some(path) => match std::fs::symlink_metadata(root.join(&path)) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            metadata => vec![(path, metadata)],
+        },
+        None => note_files(root, &mut survey.unreadable),
+    };
+    for (path, metadata) in found {
+        let full = root.join(&path);
+        let metadata = match metadata {
+            Ok(metadata) if metadata.is_file() => metadata,
+            Ok(_) => {
+                survey.unreadable.push(RefusedFile {
+                    path: full,
+                    reason: "is not a plain file (a link, or a folder named .md)".to_owned(),
+                });
+                continue;
+            }
+            Err(error) => {
+                survey.unreadable.push(RefusedFile {
+                    path: full,
+                    reason: format!("cannot be read ({error})"),
+                });
+                continue;
+            }
+        };
+        survey.present.insert(path.clone());
+        let stamp = FileStamp::of(&metadata);
+        let recorded = lock(index).get(&path).cloned();
+        if recorded.as_ref().is_some_and(|r| r.stamp == stamp) {
+            continue;
+        }
+        let bytes = match read_bounded(&full) {
+            Ok(bytes) => bytes,
+            Err(reason) => {
+                survey.unreadable.push(RefusedFile { path: full, reason });
+                continue;
+            }
+        };
+        let hash = content_hash(&bytes);
+        if let Some(mut record) = recorded.filter(|r| r.hash == hash) {
+            record.stamp = stamp;
+            if let Err(error) = lock(index).record(&path, record) {
+                tracing::warn!(%error, "cannot record a vault file's metadata");
+            }
+            continue;
+        }
+        let stem = full
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let note = String::from_utf8(bytes)
+            .map_err(|error| {
+                format!(
+                    "is not UTF-8 text (invalid bytes at byte {})",
+                    error.utf8_error().valid_up_to()
+                )
+            })
+            .and_then(|text| note_from_text(&text, &stem, write_args));
+        survey.changed.push(Looked {
+            path,
+            stamp,
+            hash,
+            note,
+        });
+    }
+    survey
+}
+
+/// Every `.md` file under `root` by its `/`-separated path below it, hidden files and folders
+/// (`.pkb`, `.git`, `.obsidian`, an editor's temporary files) skipped; links are not followed.
+fn note_files(
+    root: &Path,
+    unreadable: &mut Vec<RefusedFile>,
+) -> Vec<(String, std::io::Result<std::fs::Metadata>)> {
+    let mut found = Vec::new();
+    let walk = walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|entry| {
+            entry.depth() == 0 || !entry.file_name().to_string_lossy().starts_with('.')
+        });
+    for entry in walk {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(error) => {
+                unreadable.push(RefusedFile {
+                    path: error.path().unwrap_or(root).to_owned(),
+                    reason: format!("cannot be read ({error})"),
+                });
+                continue;
+            }
+        };
+        if entry.file_type().is_dir() || !is_note_file(entry.path()) {
+            continue;
+        }
+        let Some(path) = relative(root, entry.path()) else {
+            continue;
+        };
+        found.push((path, entry.metadata().map_err(std::io::Error::other)));
+    }
+    found
+}
+
+/// `path` below `root`, `/`-separated; `None` for a name that is not UTF-8.
+fn relative(root: &Path, path: &Path) -> Option<String> {
+    let below = path.strip_prefix(root).ok()?;
+    let parts: Option<Vec<&str>> = below.components().map(|c| c.as_os_str().to_str()).collect();
+    Some(parts?.join("/"))
+}
+
+/// See [`Folder::write_note_file`].
+fn write_note_file(
+    root: &Path,
+    trash: &Path,
+    index: &Mutex<FileIndex>,
+    note: &Note,
+) -> Result<(), StoreError> {
+    let (live, trashed) = {
+        let index = lock(index);
+        (
+            index.path_of(&note.id).map(str::to_owned),
+            index.trashed_path(&note.id).map(str::to_owned),
+        )
+    };
+    let (path, old_text, from_trash) = match (live, trashed) {
+        (Some(path), _) => {
+            let old = std::fs::read_to_string(root.join(&path)).ok();
+            (path, old, None)
+        }
+        (None, Some(path)) if !root.join(&path).exists() => {
+            let old = std::fs::read_to_string(trash.join(&path)).ok();
+            (path.clone(), old, Some(path))
+        }
+        _ => (free_name(root, &note.id), None, None),
+    };
+    let full = root.join(&path);
+    let stem = full
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let text = match old_text {
+        Some(old) => changed_file_text(&old, note, &stem).or_else(|_| new_file_text(note)),
+        None => new_file_text(note),
+    }
+    .map_err(StoreError::Invalid)?;
+    write_atomically(&full, text.as_bytes()).map_err(|error| file_failed(&full, &error))?;
+    let metadata = std::fs::metadata(&full).map_err(|error| file_failed(&full, &error))?;
+    let mut index = lock(index);
+    index.record(
+        &path,
+        FileRecord {
+            id: note.id.clone(),
+            stamp: FileStamp::of(&metadata),
+            hash: content_hash(text.as_bytes()),
+            version: note.version,
+        },
+    )?;
+    if let Some(path) = from_trash {
+        let _ = std::fs::remove_file(trash.join(path));
+        index.untrash(&note.id)?;
+    }
+    Ok(())
+}
+
+/// `<id>.md`, or `<id>-2.md` and on when another file holds that name.
+fn free_name(root: &Path, id: &str) -> String {
+    let extension = super::super::NOTE_EXTENSION;
+    let mut name = format!("{id}.{extension}");
+    let mut n = 2;
+    while root.join(&name).exists() {
+        name = format!("{id}-{n}.{extension}");
+        n += 1;
+    }
+    name
+}
+
+fn remove_if_there(path: &Path) -> Result<(), StoreError> {
+    match std::fs::remove_file(path) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            Err(file_failed(path, &error))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn file_failed(path: &Path, error: &std::io::Error) -> StoreError {
+    StoreError::Backend {
+        context: format!("cannot write {}", path.display()),
+        source: Box::new(std::io::Error::new(error.kind(), error.to_string())),
+    }
+}
