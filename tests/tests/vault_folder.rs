@@ -422,3 +422,29 @@ async fn refused_edits_through_pkb_name_the_note() {
     let missing = call(&client, "edit", json!({"id": "nope", "append": "x"})).await;
     assert_error(&missing, "No note found with ID: nope");
 }
+
+stateless_revision! {
+#[tokio::test]
+async fn links_resolve_by_file_name_too() {
+    let vault = vault_with(&[
+        ("Projects/Deploy checklist.md", "---\ntitle: Release steps\n---\nbuild, verify\n"),
+        ("plan.md", "see [[Deploy checklist]], [[projects/deploy checklist|the list]] and [[Nowhere]]\n"),
+    ]);
+    let (client, handler) = open(vault.path()).await;
+    let plan = structured(&call(&client, "fetch", json!({"id": "plan"})).await);
+    assert_eq!(plan["links"], json!([
+        {"target": "Deploy checklist", "id": "release-steps", "title": "Release steps"},
+        {"target": "projects/deploy checklist", "id": "release-steps", "title": "Release steps"},
+        {"target": "Nowhere", "id": null, "title": null},
+    ]));
+    // A change on disk reaches a 2026-07-28 listen stream too.
+    let _watch = watch(&client, &handler, &["pkb://notes/plan"]).await;
+    put_file(vault.path(), "plan.md", "only [[Nowhere]] now\n");
+    until(&client, "plan", body_is("only [[Nowhere]] now")).await;
+    let start = Instant::now();
+    while !handler.updated.lock().unwrap().iter().any(|uri| uri == "pkb://notes/plan") {
+        assert!(start.elapsed() < PATIENCE, "no notification of a change on disk");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+}

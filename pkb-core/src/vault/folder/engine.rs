@@ -32,6 +32,18 @@ impl FolderEngine {
         &*self.folder.inner
     }
 
+    /// The note whose file a link names, as Obsidian resolves `[[name]]` and
+    /// `[[folder/name]]`: by the file's name without `.md`, ignoring case.
+    async fn by_file_name(&self, target: &str) -> Result<Option<LinkedNote>, StoreError> {
+        let Some(id) = self.folder.id_of_file_named(target) else {
+            return Ok(None);
+        };
+        Ok(self.inner().get(&id).await?.map(|note| LinkedNote {
+            id: note.id,
+            title: note.title,
+        }))
+    }
+
     /// Writes the files of the notes a change left.
     async fn write_files(&self, outcomes: &[PutOutcome]) -> Result<(), StoreError> {
         for outcome in outcomes {
@@ -107,7 +119,13 @@ impl NoteEngine for FolderEngine {
         &self,
         targets: &[TargetKeys],
     ) -> Result<Vec<Option<LinkedNote>>, StoreError> {
-        self.inner().resolve_targets(targets).await
+        let mut resolved = self.inner().resolve_targets(targets).await?;
+        for (keys, note) in targets.iter().zip(resolved.iter_mut()) {
+            if note.is_none() {
+                *note = self.by_file_name(&keys.target).await?;
+            }
+        }
+        Ok(resolved)
     }
 
     async fn backlinks(&self, id: &str) -> Result<Vec<Backlink>, StoreError> {
@@ -115,7 +133,16 @@ impl NoteEngine for FolderEngine {
     }
 
     async fn get_with_links(&self, id: &str) -> Result<Option<NoteWithLinks>, StoreError> {
-        self.inner().get_with_links(id).await
+        let Some(mut found) = self.inner().get_with_links(id).await? else {
+            return Ok(None);
+        };
+        for link in found.links.iter_mut().filter(|link| link.id.is_none()) {
+            if let Some(note) = self.by_file_name(&link.target).await? {
+                link.id = Some(note.id);
+                link.title = Some(note.title);
+            }
+        }
+        Ok(Some(found))
     }
 
     async fn prune_versions(&self, before: &str) -> Result<u64, StoreError> {

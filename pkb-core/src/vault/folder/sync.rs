@@ -11,6 +11,7 @@ use super::file_index::{FileIndex, FileRecord, FileStamp, content_hash};
 use super::file_writes::{move_file, write_atomically};
 use super::note_file::{changed_file_text, new_file_text};
 use crate::ArgSpec;
+use crate::links::title_key;
 use crate::locks::lock;
 use crate::note::Note;
 use crate::store::NoteEngine;
@@ -347,6 +348,26 @@ impl Folder {
     /// The path of the file holding note `id`.
     pub(super) fn path_of(&self, id: &str) -> Option<String> {
         lock(&self.index).path_of(id).map(str::to_owned)
+    }
+
+    /// The id of the note in the file a link's `target` names: `name`, `name.md` or
+    /// `folder/name`, ignoring case; the first by path of several.
+    pub(super) fn id_of_file_named(&self, target: &str) -> Option<String> {
+        let wanted = title_key(target.trim().trim_end_matches(".md"));
+        let with_folder = wanted.contains('/');
+        let index = lock(&self.index);
+        index
+            .paths()
+            .filter(|(path, _)| {
+                let path = title_key(path.strip_suffix(".md").unwrap_or(path));
+                if with_folder {
+                    path == wanted || path.ends_with(&format!("/{wanted}"))
+                } else {
+                    path.rsplit('/').next() == Some(wanted.as_str())
+                }
+            })
+            .min_by(|a, b| a.0.cmp(b.0))
+            .map(|(_, record)| record.id.clone())
     }
 
     /// Forgets every file of note `id`, in the folder and in the trash: a purge.
