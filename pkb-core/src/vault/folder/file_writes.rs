@@ -25,7 +25,8 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             .create_new(true)
             .open(&temporary)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        // The data and the size it needs; the rename makes the name.
+        file.sync_data()?;
         std::fs::rename(&temporary, path)
     })();
     if written.is_err() {

@@ -14,8 +14,7 @@ use crate::ArgSpec;
 use crate::links::title_key;
 use crate::locks::lock;
 use crate::note::Note;
-use crate::store::NoteEngine;
-use crate::store::{NoteDates, Provenance, PutMode, PutOutcome, StoreError};
+use crate::store::{NoteDates, NoteDraft, NoteEngine, Provenance, PutMode, PutOutcome, StoreError};
 use crate::vault::import::{Candidate, is_note_file, note_from_text, read_bounded};
 
 /// Who the history says made a change found in the files.
@@ -54,6 +53,33 @@ struct Looked {
     hash: [u8; 32],
     note: Result<Candidate, String>,
 }
+
+/// A changed file's note, ready to save.
+struct TakenIn {
+    path: String,
+    /// The file it was moved from, whose record goes.
+    moved_from: Option<String>,
+    stamp: FileStamp,
+    hash: [u8; 32],
+    draft: NoteDraft,
+    /// The `created` its front matter gives.
+    created_at: Option<String>,
+    /// The note as the store holds it now.
+    current: Option<Note>,
+}
+
+impl TakenIn {
+    /// Whether `note` already is what the file holds.
+    fn holds(&self, note: &Note) -> bool {
+        note.title == self.draft.title
+            && note.tags == self.draft.tags
+            && note.body == self.draft.body
+    }
+}
+
+/// Notes of changed files saved in one transaction: a first start on a vault of thousands
+/// of files commits once per batch, not once per file.
+const TAKE_IN_BATCH: usize = 1000;
 
 /// What a look at the files found.
 #[derive(Default)]
@@ -179,6 +205,7 @@ impl Folder {
         let mut claimed: HashMap<String, String> = HashMap::new();
         let mut changed = survey.changed;
         changed.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut pending = Vec::new();
         for looked in changed {
             let candidate = match looked.note {
                 Ok(candidate) => candidate,
@@ -200,20 +227,29 @@ impl Folder {
                 continue;
             }
             claimed.insert(id.clone(), looked.path.clone());
-            let note = self.take_in_note(id, candidate).await?;
-            let mut index = lock(&self.index);
-            if let Some(old) = &moved_from {
-                index.forget(old)?;
+            let Candidate { mut draft, dates } = candidate;
+            draft.id = id;
+            let current = self.inner.get(&draft.id).await?;
+            let taken = TakenIn {
+                path: looked.path,
+                moved_from,
+                stamp: looked.stamp,
+                hash: looked.hash,
+                draft,
+                created_at: dates.created_at,
+                current,
+            };
+            match &taken.current {
+                Some(current) if taken.holds(current) => {
+                    self.record_taken_in(&taken, current.version)?;
+                }
+                _ => pending.push(taken),
             }
-            index.record(
-                &looked.path,
-                FileRecord {
-                    id: note.id.clone(),
-                    stamp: looked.stamp,
-                    hash: looked.hash,
-                    version: note.version,
-                },
-            )?;
+        }
+        while !pending.is_empty() {
+            let rest = pending.split_off(pending.len().min(TAKE_IN_BATCH));
+            let batch = std::mem::replace(&mut pending, rest);
+            self.save_taken_in(batch).await?;
         }
         for (path, record) in vanished {
             if self.inner.delete(&record.id, FILE_CLIENT).await? {
@@ -268,47 +304,56 @@ impl Folder {
         }
     }
 
-    /// Saves a file's note as a version made by `file`, unless the store holds it already.
-    async fn take_in_note(&self, id: String, candidate: Candidate) -> Result<Note, StoreError> {
-        let Candidate { mut draft, dates } = candidate;
-        draft.id = id;
-        let current = self.inner.get(&draft.id).await?;
-        if let Some(current) = &current
-            && current.title == draft.title
-            && current.tags == draft.tags
-            && current.body == draft.body
-        {
-            return Ok(current.clone());
-        }
-        let by = Provenance::write(FILE_CLIENT);
-        let outcome = match &current {
-            Some(_) => self.inner.put(draft, PutMode::Replace, &by).await?,
-            None => {
+    /// Saves the notes of changed files as versions made by `file`, in one transaction.
+    async fn save_taken_in(&self, batch: Vec<TakenIn>) -> Result<(), StoreError> {
+        let notes = batch
+            .iter()
+            .map(|taken| {
                 let dates = NoteDates {
-                    created_at: dates.created_at,
+                    // A new note's `created` comes from its file; a known note keeps its own.
+                    created_at: taken
+                        .current
+                        .is_none()
+                        .then(|| taken.created_at.clone())
+                        .flatten(),
                     updated_at: None,
                 };
-                let mut outcomes = self
-                    .inner
-                    .put_dated(vec![(draft, dates)], PutMode::Replace, &by)
-                    .await?;
-                outcomes.pop().unwrap_or(PutOutcome::Missing)
-            }
-        };
-        match outcome {
-            PutOutcome::Created(note) => {
-                self.announce(&note.id, true);
-                Ok(note)
-            }
-            PutOutcome::Replaced(note) => {
-                let title_changed = current.is_some_and(|c| c.title != note.title);
-                self.announce(&note.id, title_changed);
-                Ok(note)
-            }
-            _ => Err(StoreError::Unavailable(
-                "the store answered a file's change with no note".to_owned(),
-            )),
+                (taken.draft.clone(), dates)
+            })
+            .collect();
+        let by = Provenance::write(FILE_CLIENT);
+        let outcomes = self.inner.put_dated(notes, PutMode::Replace, &by).await?;
+        for (taken, outcome) in batch.iter().zip(outcomes) {
+            let (PutOutcome::Created(note) | PutOutcome::Replaced(note)) = outcome else {
+                return Err(StoreError::Unavailable(
+                    "the store answered a file's change with no note".to_owned(),
+                ));
+            };
+            let list_changed = taken
+                .current
+                .as_ref()
+                .is_none_or(|current| current.title != note.title);
+            self.announce(&note.id, list_changed);
+            self.record_taken_in(taken, note.version)?;
         }
+        Ok(())
+    }
+
+    /// Records that the file `taken` came from holds version `version` of its note.
+    fn record_taken_in(&self, taken: &TakenIn, version: u64) -> Result<(), StoreError> {
+        let mut index = lock(&self.index);
+        if let Some(old) = &taken.moved_from {
+            index.forget(old)?;
+        }
+        index.record(
+            &taken.path,
+            FileRecord {
+                id: taken.draft.id.clone(),
+                stamp: taken.stamp,
+                hash: taken.hash,
+                version,
+            },
+        )
     }
 
     /// Writes `note` to its file: the one that holds it, the one it was deleted from, or a
