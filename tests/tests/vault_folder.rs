@@ -448,3 +448,25 @@ async fn links_resolve_by_file_name_too() {
     }
 }
 }
+
+/// Ten thousand files made while the server runs, as fast as a program can: more events than
+/// the kernel's queue holds (16,384 by default, three an new file), so the watcher may lose
+/// some and must look at the whole folder again; every file becomes a note.
+#[tokio::test]
+async fn ten_thousand_files_made_at_once_all_become_notes() {
+    let vault = vault_with(&[]);
+    let (client, _handler) = open(vault.path()).await;
+    let root = vault.path().to_owned();
+    tokio::task::spawn_blocking(move || {
+        for n in 0..10_000 {
+            put_file(&root, &format!("f{}/note {n:05}.md", n % 10), &format!("text {n}\n"));
+        }
+    })
+    .await
+    .unwrap();
+    for n in (0..10_000).step_by(997).chain([9_999]) {
+        until(&client, &format!("note-{n:05}"), body_is(&format!("text {n}"))).await;
+    }
+    let (_, out, _) = run_command(&["--vault", vault.path().to_str().unwrap(), "check"]);
+    assert!(out.starts_with("ok: 10000 notes"), "{out}");
+}
