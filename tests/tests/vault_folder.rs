@@ -459,14 +459,70 @@ async fn ten_thousand_files_made_at_once_all_become_notes() {
     let root = vault.path().to_owned();
     tokio::task::spawn_blocking(move || {
         for n in 0..10_000 {
-            put_file(&root, &format!("f{}/note {n:05}.md", n % 10), &format!("text {n}\n"));
+            put_file(
+                &root,
+                &format!("f{}/note {n:05}.md", n % 10),
+                &format!("text {n}\n"),
+            );
         }
     })
     .await
     .unwrap();
     for n in (0..10_000).step_by(997).chain([9_999]) {
-        until(&client, &format!("note-{n:05}"), body_is(&format!("text {n}"))).await;
+        until(
+            &client,
+            &format!("note-{n:05}"),
+            body_is(&format!("text {n}")),
+        )
+        .await;
     }
     let (_, out, _) = run_command(&["--vault", vault.path().to_str().unwrap(), "check"]);
     assert!(out.starts_with("ok: 10000 notes"), "{out}");
+}
+
+/// A file changed by another program reaches search by meaning too: its vectors follow the
+/// change without waiting for a write through PKB.
+#[tokio::test]
+async fn a_changed_file_reaches_search_by_meaning() {
+    let vault = vault_with(&[
+        (
+            "car.md",
+            "# Fixing the car\n\nThe mechanic replaced the timing belt and the brakes.\n",
+        ),
+        (
+            "list.md",
+            "# Grocery list\n\nMilk, eggs, bread and apples for the week.\n",
+        ),
+    ]);
+    let (client, _handler) = open(vault.path()).await;
+    let first = |query: &'static str| {
+        let client = &client;
+        async move {
+            let found = structured(
+                &call(client, "search", json!({"query": query, "mode": "meaning"})).await,
+            );
+            found["results"][0]["id"].as_str().map(str::to_owned)
+        }
+    };
+    let start = Instant::now();
+    while first("automobile repair").await.as_deref() != Some("fixing-the-car") {
+        assert!(
+            start.elapsed() < PATIENCE,
+            "the files' notes never got their vectors"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    put_file(
+        vault.path(),
+        "list.md",
+        "# Grocery list\n\nA holiday by the sea: flights, hotel and sunscreen.\n",
+    );
+    let start = Instant::now();
+    while first("vacation at the beach").await.as_deref() != Some("grocery-list") {
+        assert!(
+            start.elapsed() < Duration::from_secs(8),
+            "a changed file's meaning was not taken in before the indexer's own 10 s look"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -69,5 +69,6 @@ pub async fn open_vault(root: &Path, registry: &Catalog) -> Result<OpenVault, St
     ));
     folder.take_in_at_start().await?;
     let store = Store::from_engine(Arc::new(engine::FolderEngine::new(Arc::clone(&folder))));
+    folder.on_notes_changed(Box::new(store.vectors_waker()));
     Ok(OpenVault { store, folder })
 }

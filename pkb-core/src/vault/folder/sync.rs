@@ -44,6 +44,8 @@ pub struct Folder {
     pub(super) turn: tokio::sync::Mutex<()>,
     refused: Mutex<Vec<RefusedFile>>,
     announce: OnceLock<Announce>,
+    /// Tells the store's vector indexer of notes changed from the files.
+    wake_vectors: OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 /// A file whose metadata differs from its record (or that has none), read.
@@ -109,6 +111,7 @@ impl Folder {
             turn: tokio::sync::Mutex::new(()),
             refused: Mutex::default(),
             announce: OnceLock::new(),
+            wake_vectors: OnceLock::new(),
         }
     }
 
@@ -125,6 +128,11 @@ impl Folder {
     /// Tells `announce` of every note changed through the files from now on.
     pub fn on_change_from_files(&self, announce: Announce) {
         let _ = self.announce.set(announce);
+    }
+
+    /// Wakes the store's vector indexer whenever notes change from the files.
+    pub(super) fn on_notes_changed(&self, wake: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.wake_vectors.set(wake);
     }
 
     /// Takes in every change made to the files since they were last looked at.
@@ -443,6 +451,9 @@ impl Folder {
     }
 
     fn announce(&self, id: &str, list_changed: bool) {
+        if let Some(wake) = self.wake_vectors.get() {
+            wake();
+        }
         if let Some(announce) = self.announce.get() {
             announce(id, list_changed);
         }
