@@ -13,7 +13,7 @@ extern crate self as pkb_core;
 
 #[cfg(feature = "auth")]
 pub mod auth;
-#[cfg(any(feature = "http", feature = "postgres"))]
+#[cfg(any(feature = "http", feature = "postgres", feature = "meaning"))]
 mod crypto_provider;
 #[cfg(feature = "notes")]
 pub mod fold;

@@ -78,6 +78,14 @@ pub struct Cli {
     /// The most HTTP sessions open at once; past it, initialize gets 503.
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..), requires = "http")]
     pub max_sessions: u64,
+    /// An OpenAI-compatible embeddings endpoint (such as a local Ollama's
+    /// http://localhost:11434/v1) for search by meaning, instead of the bundled encoder; its
+    /// key, if it needs one, in PKB_EMBEDDINGS_KEY.
+    #[arg(long, value_name = "URL", global = true, requires = "embeddings_model")]
+    pub embeddings_url: Option<String>,
+    /// The model the embeddings endpoint is asked for.
+    #[arg(long, value_name = "NAME", global = true, requires = "embeddings_url")]
+    pub embeddings_model: Option<String>,
     /// The OAuth authorization server whose access tokens are accepted (--auth oauth).
     #[arg(long, value_name = "URL")]
     pub oauth_issuer: Option<String>,

@@ -18,6 +18,7 @@ use clap::Parser;
 use pkb_core::auth::{Authenticator, JwtVerifier, OAuthSettings, OAuthStartError, TokenVerifier};
 use pkb_core::framework::changes::ChangeHub;
 use pkb_core::framework::input_rounds::{MIN_STATE_KEY_BYTES, RoundStates};
+use pkb_core::meaning::EmbeddingsEndpoint;
 use pkb_core::store::Store;
 use pkb_core::store::per_user::{IDLE_CLOSE, MAX_OPEN_STORES, UserStores};
 use pkb_core::store::postgres::PgDatabase;
@@ -119,6 +120,16 @@ async fn run(cli: Cli) -> ExitCode {
     };
     if let Some(Command::Tools) = &cli.command {
         return cli::print_tools(&registry);
+    }
+    if let (Some(url), Some(model)) = (&cli.embeddings_url, &cli.embeddings_model) {
+        let key = std::env::var("PKB_EMBEDDINGS_KEY")
+            .ok()
+            .filter(|key| !key.is_empty());
+        let chosen = EmbeddingsEndpoint::new(url, model, key)
+            .and_then(pkb_core::meaning::use_embeddings_endpoint);
+        if let Err(message) = chosen {
+            return fail(&format!("--embeddings-url: {message}"));
+        }
     }
     if let Some(Command::Token(command)) = &cli.command {
         return match data_dir(&cli) {

@@ -9,10 +9,14 @@ use std::sync::OnceLock;
 #[error("search by meaning failed: {0}")]
 pub struct MeaningError(pub String);
 
-/// The encoder's full identity, stored with every vector: vectors of another identity are
-/// never compared with these, and are made again.
+/// The model's full identity, stored with every vector: vectors of another identity are
+/// never compared with these, and are made again. The embeddings endpoint's model when one
+/// was chosen, else the bundled encoder.
 #[cfg(feature = "meaning")]
 pub fn model_id() -> &'static str {
+    if let Some(endpoint) = super::endpoint::chosen() {
+        return endpoint.model_id();
+    }
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
         let info = pocket_encoder::model_info();
@@ -30,10 +34,36 @@ pub fn embed(texts: &[String]) -> Result<Vec<Vec<f32>>, MeaningError> {
         .map_err(|e| MeaningError(e.to_string()))
 }
 
+/// The unit vector of one text (a query), made now: by the embeddings endpoint when one was
+/// chosen, else by the bundled encoder on a blocking thread.
+pub async fn embed_now(text: String) -> Result<Vec<f32>, MeaningError> {
+    #[cfg(feature = "meaning")]
+    if let Some(endpoint) = super::endpoint::chosen() {
+        return endpoint
+            .embed(vec![text])
+            .await?
+            .pop()
+            .ok_or_else(no_vector);
+    }
+    tokio::task::spawn_blocking(move || embed(&[text]))
+        .await
+        .map_err(|e| MeaningError(e.to_string()))??
+        .pop()
+        .ok_or_else(no_vector)
+}
+
+fn no_vector() -> MeaningError {
+    MeaningError("the encoder gave no vector".into())
+}
+
 /// [`embed`] on the encoder's own thread, which runs at the lowest priority (nice 19): the
 /// background indexer's work takes only the CPU that requests do not want, so that writes and
 /// searches are not slowed by it. One thread for the whole process, started when first asked.
 pub async fn embed_in_background(texts: Vec<String>) -> Result<Vec<Vec<f32>>, MeaningError> {
+    #[cfg(feature = "meaning")]
+    if let Some(endpoint) = super::endpoint::chosen() {
+        return endpoint.embed(texts).await;
+    }
     type Job = (
         Vec<String>,
         tokio::sync::oneshot::Sender<Result<Vec<Vec<f32>>, MeaningError>>,

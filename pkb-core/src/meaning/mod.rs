@@ -1,12 +1,17 @@
 //! Search by meaning: a note's passages as vectors of the sentence encoder bundled in the
 //! binary, the nearest notes to a query's vector, and the fusion of word and meaning ranks.
-//! The encoder is loaded when first needed; nothing is downloaded, at build or run time.
+//! The encoder is loaded when first needed; nothing is downloaded, at build or run time. An
+//! OpenAI-compatible embeddings endpoint may be used instead ([`use_embeddings_endpoint`]).
 
 mod encoder;
+#[cfg(feature = "meaning")]
+mod endpoint;
 pub mod fusion;
 pub mod indexer;
 mod matrix;
 pub mod passages;
 
-pub use encoder::{MeaningError, embed, embed_in_background, model_id};
+pub use encoder::{MeaningError, embed, embed_in_background, embed_now, model_id};
+#[cfg(feature = "meaning")]
+pub use endpoint::{EmbeddingsEndpoint, use_embeddings_endpoint};
 pub use matrix::{Matrix, vector_bytes};

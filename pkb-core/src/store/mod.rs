@@ -838,18 +838,15 @@ fn validate_dates(dates: NoteDates) -> Result<NoteDates, StoreError> {
     })
 }
 
-/// The unit vector of a query, made on a blocking thread.
+/// The unit vector of a query.
 async fn embed_query(query: &str) -> Result<Vec<f32>, StoreError> {
     let text = query.trim().to_owned();
     if text.is_empty() {
         return Err(StoreError::Meaning("the query has no text".into()));
     }
-    let made = tokio::task::spawn_blocking(move || crate::meaning::embed(&[text]))
+    crate::meaning::embed_now(text)
         .await
-        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
-    made.map_err(|e| StoreError::Meaning(e.to_string()))?
-        .pop()
-        .ok_or_else(|| StoreError::Meaning("the encoder gave no vector".into()))
+        .map_err(|e| StoreError::Meaning(e.to_string()))
 }
 
 #[cfg(test)]

@@ -421,6 +421,19 @@ pub async fn connect_memory() -> Client {
 /// Starts `pkb-server` with `args` over the test's transport and connects `handler`. On
 /// PostgreSQL, `--memory` gives way to a database of the test's own.
 pub async fn connect_with(handler: RecordingClient, args: &[&str]) -> Client {
+    connect_with_handler_and_env(handler, args, &[]).await
+}
+
+/// [`connect`] with these environment variables set for the server.
+pub async fn connect_with_env(args: &[&str], env: &[(&str, &str)]) -> Client {
+    connect_with_handler_and_env(RecordingClient::new(Sampling::Unsupported), args, env).await
+}
+
+async fn connect_with_handler_and_env(
+    handler: RecordingClient,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Client {
     let database = match current_backend() {
         Backend::Postgres if args.contains(&"--memory") => postgres_database().await,
         _ => None,
@@ -442,7 +455,8 @@ pub async fn connect_with(handler: RecordingClient, args: &[&str]) -> Client {
             command
                 .args(args)
                 .env_remove("PKB_DB")
-                .env("RUST_LOG", "warn");
+                .env("RUST_LOG", "warn")
+                .envs(env.iter().copied());
             let transport = TokioChildProcess::new(command).expect("spawn pkb-server");
             Client {
                 service: start_client(handler, transport).await,
@@ -450,7 +464,7 @@ pub async fn connect_with(handler: RecordingClient, args: &[&str]) -> Client {
             }
         }
         Transport::Http => {
-            let server = HttpServerProcess::start(args).await;
+            let server = HttpServerProcess::start_with_env(args, env).await;
             let service = connect_http(handler, &server.url, None).await;
             Client {
                 service,
