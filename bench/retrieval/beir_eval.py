@@ -96,14 +96,19 @@ def read_jsonl(path):
 
 
 def load_qrels(path):
+    """BEIR's qrels (query-id, corpus-id, score, tab-separated, header line) or TREC's
+    (query-id, iteration, doc-id, relevance, whitespace-separated)."""
     qrels = {}
     with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) < 3:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3:
+                q, d, s = parts
+            elif len(parts) == 4:
+                q, _, d, s = parts
+            else:
                 continue
-            q, d, s = parts[0].strip(), parts[1].strip(), parts[2].strip()
-            if i == 0 and not s.lstrip("-").isdigit():
+            if not s.lstrip("-").isdigit():
                 continue  # header: query-id, corpus-id, score
             qrels.setdefault(q, {})[d] = int(s)
     return qrels
@@ -182,7 +187,7 @@ def wait_for_vectors(client, written, log, poll=15.0, timeout=7200.0, probes=20)
     rng = random.Random(7)
     sample = [written[-1], written[0]] + rng.sample(written, min(probes, len(written)))
     pending = list(dict.fromkeys(sample))
-    last_cpu, quiet = client.cpu_seconds(), 0
+    last_cpu, last_t, quiet = client.cpu_seconds(), time.time(), 0
     while True:
         time.sleep(poll)
         still = []
@@ -190,9 +195,9 @@ def wait_for_vectors(client, written, log, poll=15.0, timeout=7200.0, probes=20)
             if note_id not in search(client, title[:MAX_QUERY], "meaning", 10):
                 still.append((doc_id, note_id, title))
         pending = still
-        cpu = client.cpu_seconds()
-        busy = None if cpu is None or last_cpu is None else (cpu - last_cpu) / poll
-        last_cpu = cpu
+        cpu, now = client.cpu_seconds(), time.time()
+        busy = None if cpu is None or last_cpu is None else (cpu - last_cpu) / (now - last_t)
+        last_cpu, last_t = cpu, now
         quiet = quiet + 1 if busy is not None and busy < 0.05 else 0
         waited = time.time() - t0
         log(f"  indexing: {waited:6.0f} s, probes not yet found {len(pending)}/{len(sample)}, "
