@@ -30,6 +30,8 @@ pub struct VectorIndexer {
     caught_up: AtomicBool,
     /// Told when it does.
     caught_up_now: Notify,
+    /// When the first search by meaning stops waiting for it; later searches wait no longer.
+    patience_ends: std::sync::OnceLock<tokio::time::Instant>,
 }
 
 impl VectorIndexer {
@@ -38,17 +40,22 @@ impl VectorIndexer {
         self.wake.notify_one();
     }
 
-    /// Waits, at most `patience`, for it to have once given every note its vectors: so that the
-    /// first search by meaning of a small store (one at a terminal, say) finds its notes.
+    /// Waits, until `patience` after the first search by meaning at most, for it to have once
+    /// given every note its vectors: so that the first search of a small store (one at a
+    /// terminal, say) finds its notes, while the searches of a large store that is still being
+    /// read do not each wait in turn.
     pub async fn first_catch_up(&self, patience: Duration) {
         if self.caught_up.load(Ordering::SeqCst) {
             return;
         }
+        let ends = *self
+            .patience_ends
+            .get_or_init(|| tokio::time::Instant::now() + patience);
         let notified = self.caught_up_now.notified();
         if self.caught_up.load(Ordering::SeqCst) {
             return;
         }
-        let _ = tokio::time::timeout(patience, notified).await;
+        let _ = tokio::time::timeout_at(ends, notified).await;
     }
 
     /// Starts it for `store`, unless it runs already. Needs a tokio runtime.
@@ -103,5 +110,26 @@ impl VectorIndexer {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn only_the_first_searches_wait_for_the_first_catch_up() {
+        let indexer = VectorIndexer::default();
+        let patience = Duration::from_millis(1000);
+        let first = tokio::time::Instant::now();
+        indexer.first_catch_up(patience).await;
+        assert!(first.elapsed() >= patience, "the first search waits");
+        let later = tokio::time::Instant::now();
+        indexer.first_catch_up(patience).await;
+        assert!(
+            later.elapsed() < patience * 9 / 10,
+            "a later search does not wait again: {:?}",
+            later.elapsed()
+        );
     }
 }
