@@ -334,7 +334,12 @@ pub fn account(command: &AccountCommand, data_dir: PathBuf) -> ExitCode {
     };
     match result {
         // Lists go to stdout, for scripts; what a change did to stderr.
-        Ok(out) if matches!(command, AccountCommand::List | AccountCommand::Clients { .. }) => {
+        Ok(out)
+            if matches!(
+                command,
+                AccountCommand::List | AccountCommand::Clients { .. }
+            ) =>
+        {
             print_out(&out)
         }
         Ok(done) => {
@@ -354,8 +359,10 @@ fn new_password(from_stdin: bool) -> Result<String, String> {
             .map_err(|e| format!("cannot read the password from stdin: {e}"))?;
         return Ok(line.trim_end_matches(['\n', '\r']).to_owned());
     }
-    let password = rpassword::prompt_password("Password (12 characters or more): ")
-        .map_err(|e| format!("cannot read the password from the terminal ({e}); pass --password-stdin"))?;
+    let password =
+        rpassword::prompt_password("Password (12 characters or more): ").map_err(|e| {
+            format!("cannot read the password from the terminal ({e}); pass --password-stdin")
+        })?;
     let again = rpassword::prompt_password("The same password again: ")
         .map_err(|e| format!("cannot read the password from the terminal: {e}"))?;
     if password != again {

@@ -143,8 +143,9 @@ impl<T> Watched<T> {
 /// (tokens, codes, CSRF tokens, ids) is one.
 pub(crate) fn random_secret(bytes: usize) -> std::io::Result<String> {
     let mut secret = vec![0u8; bytes];
-    getrandom::fill(&mut secret)
-        .map_err(|error| std::io::Error::other(format!("no randomness from the system: {error}")))?;
+    getrandom::fill(&mut secret).map_err(|error| {
+        std::io::Error::other(format!("no randomness from the system: {error}"))
+    })?;
     Ok(URL_SAFE_NO_PAD.encode(secret))
 }
 

@@ -159,7 +159,9 @@ impl IssuerKeys {
     /// the requests meanwhile are checked against the set held.
     fn refresh_if_stale(self: &Arc<Self>) {
         if self.source.is_none()
-            || Instant::now() < *lock(&self.stale_at) || self.refreshing.swap(true, Ordering::SeqCst) {
+            || Instant::now() < *lock(&self.stale_at)
+            || self.refreshing.swap(true, Ordering::SeqCst)
+        {
             return;
         }
         let keys = Arc::clone(self);

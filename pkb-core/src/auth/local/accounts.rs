@@ -314,6 +314,9 @@ mod tests {
         assert!(book.check_password("alice", "another long password"));
         file.delete("alice").unwrap();
         assert!(!book.check_password("alice", "another long password"));
-        assert!(matches!(file.delete("alice"), Err(AccountError::NotFound(_))));
+        assert!(matches!(
+            file.delete("alice"),
+            Err(AccountError::NotFound(_))
+        ));
     }
 }

@@ -148,39 +148,63 @@ pub async fn start(
     };
     let state = parameters.get("state").cloned();
     let back = |error: &str, description: &str| {
-        redirect(&authority, &client.redirect_uri, &[("error", error), ("error_description", description)], state.as_deref())
+        redirect(
+            &authority,
+            &client.redirect_uri,
+            &[("error", error), ("error_description", description)],
+            state.as_deref(),
+        )
     };
     if parameters.get("response_type").map(String::as_str) != Some("code") {
-        return back("unsupported_response_type", "only response_type=code is supported");
+        return back(
+            "unsupported_response_type",
+            "only response_type=code is supported",
+        );
     }
     let Some(challenge) = parameters.get("code_challenge") else {
-        return back("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256");
+        return back(
+            "invalid_request",
+            "PKCE is required: send code_challenge with code_challenge_method=S256",
+        );
     };
     if parameters.get("code_challenge_method").map(String::as_str) != Some("S256") {
         return back("invalid_request", "code_challenge_method must be S256");
     }
     if challenge.len() != 43 || !challenge.bytes().all(is_base64url) {
-        return back("invalid_request", "code_challenge is not a base64url SHA-256");
+        return back(
+            "invalid_request",
+            "code_challenge is not a base64url SHA-256",
+        );
     }
     if let Some(resource) = parameters.get("resource")
-        && !authority.bound().is_some_and(|b| names_resource(&b.resource, resource))
+        && !authority
+            .bound()
+            .is_some_and(|b| names_resource(&b.resource, resource))
     {
         return back("invalid_target", "the resource is not this server's");
     }
     let scopes = authority.scope_names();
-    let (scope, write) = match parameters.get("scope").map(|s| s.split_whitespace().collect::<Vec<_>>()) {
+    let (scope, write) = match parameters
+        .get("scope")
+        .map(|s| s.split_whitespace().collect::<Vec<_>>())
+    {
         None => (scopes.names_of(crate::Scopes::ALL), true),
         Some(names) if names.is_empty() => (scopes.names_of(crate::Scopes::ALL), true),
         Some(names) if names.iter().all(|n| scopes.all().contains(n)) => {
             let granted = scopes.scopes_of(names);
-            (scopes.names_of(granted), granted.allows(crate::Access::Write))
+            (
+                scopes.names_of(granted),
+                granted.allows(crate::Access::Write),
+            )
         }
         Some(_) => return back("invalid_scope", "unknown scope"),
     };
     let browser = cookie(&headers, BROWSER_COOKIE)
         .filter(|value| value.len() == 43 && value.bytes().all(is_base64url))
         .map(str::to_owned);
-    let (Ok(id), Ok(csrf), Ok(new_browser)) = (random_secret(32), random_secret(32), random_secret(32)) else {
+    let (Ok(id), Ok(csrf), Ok(new_browser)) =
+        (random_secret(32), random_secret(32), random_secret(32))
+    else {
         return pages::error_page(StatusCode::INTERNAL_SERVER_ERROR, "no randomness");
     };
     let set_cookie = browser.is_none();
@@ -191,7 +215,10 @@ pub async fn start(
         let mut waiting = lock(&authority.flows.waiting);
         waiting.retain(|_, w| w.expires > now);
         if waiting.len() >= MAX_WAITING {
-            return pages::error_page(StatusCode::SERVICE_UNAVAILABLE, "too many sign-ins under way; try again in a few minutes");
+            return pages::error_page(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many sign-ins under way; try again in a few minutes",
+            );
         }
         waiting.insert(
             id.clone(),
@@ -238,16 +265,20 @@ pub async fn sign_in(
         Ok((id, waiting)) => (id, waiting.client.client_name.clone(), waiting.csrf.clone()),
         Err(response) => return response,
     };
-    let account = form.get("account").map(|a| a.trim().to_owned()).unwrap_or_default();
+    let account = form
+        .get("account")
+        .map(|a| a.trim().to_owned())
+        .unwrap_or_default();
     let password = form.get("password").cloned().unwrap_or_default();
     if authority.sign_ins.is_locked(&account) {
         return pages::sign_in(&client_name, &id, &csrf, &account, Some(LOCKED));
     }
     let checker = Arc::clone(&authority);
     let name = account.clone();
-    let signed_in = tokio::task::spawn_blocking(move || checker.accounts.check_password(&name, &password))
-        .await
-        .unwrap_or(false);
+    let signed_in =
+        tokio::task::spawn_blocking(move || checker.accounts.check_password(&name, &password))
+            .await
+            .unwrap_or(false);
     if !signed_in {
         let problem = if authority.sign_ins.failed(&account) {
             LOCKED
@@ -304,7 +335,10 @@ pub async fn consent(
         return redirect(
             &authority,
             &request.client.redirect_uri,
-            &[("error", "access_denied"), ("error_description", "the person did not allow access")],
+            &[
+                ("error", "access_denied"),
+                ("error_description", "the person did not allow access"),
+            ],
             state,
         );
     }
@@ -325,7 +359,12 @@ pub async fn consent(
             redeemed: None,
         },
     );
-    redirect(&authority, &request.client.redirect_uri, &[("code", &code)], state)
+    redirect(
+        &authority,
+        &request.client.redirect_uri,
+        &[("code", &code)],
+        state,
+    )
 }
 
 /// The waiting request a form continues, when its id, CSRF token and browser cookie all
@@ -337,7 +376,12 @@ fn step(
     headers: &HeaderMap,
     ready: impl Fn(&Waiting) -> bool,
 ) -> Result<(String, WaitingView), Response> {
-    let refused = || pages::error_page(StatusCode::FORBIDDEN, "This form cannot be taken: it is not the one PKB showed this browser, or it has expired. Start again from the application.");
+    let refused = || {
+        pages::error_page(
+            StatusCode::FORBIDDEN,
+            "This form cannot be taken: it is not the one PKB showed this browser, or it has expired. Start again from the application.",
+        )
+    };
     let id = form.get("request").ok_or_else(refused)?;
     let csrf = form.get("csrf").ok_or_else(refused)?;
     let browser = cookie(headers, BROWSER_COOKIE).ok_or_else(refused)?;
@@ -393,7 +437,10 @@ async fn check_client(
         let name = client
             .client_name
             .filter(|n| !n.trim().is_empty())
-            .map_or_else(|| "An unnamed application".to_owned(), |n| n.trim().to_owned());
+            .map_or_else(
+                || "An unnamed application".to_owned(),
+                |n| n.trim().to_owned(),
+            );
         (name, client.redirect_uris)
     };
     let (redirect_uri, given) = match parameters.get("redirect_uri") {

@@ -37,7 +37,10 @@ pub struct ClientDocument {
 /// Whether `client_id` is a metadata document's URL: https, with a path other than `/`.
 pub fn is_document_url(client_id: &str) -> bool {
     Url::parse(client_id).is_ok_and(|url| {
-        url.scheme() == "https" && url.host().is_some() && url.path() != "/" && !url.path().is_empty()
+        url.scheme() == "https"
+            && url.host().is_some()
+            && url.path() != "/"
+            && !url.path().is_empty()
     })
 }
 
@@ -116,18 +119,25 @@ async fn fetch_unlimited(client_id: &str, allow_local: bool) -> Result<ClientDoc
         }
         body.extend_from_slice(&chunk);
     }
-    let document: ClientDocument = serde_json::from_slice(&body)
-        .map_err(|_| "the client's metadata document is not a JSON client description".to_owned())?;
+    let document: ClientDocument = serde_json::from_slice(&body).map_err(|_| {
+        "the client's metadata document is not a JSON client description".to_owned()
+    })?;
     if document.client_id != client_id {
         return Err("the client's metadata document names another client_id than its URL".into());
     }
-    if document.redirect_uris.is_empty() || document.redirect_uris.len() > redirect_uri::MAX_REDIRECT_URIS {
+    if document.redirect_uris.is_empty()
+        || document.redirect_uris.len() > redirect_uri::MAX_REDIRECT_URIS
+    {
         return Err(format!(
             "the client's metadata document must list 1 to {} redirect_uris",
             redirect_uri::MAX_REDIRECT_URIS
         ));
     }
-    if let Some(why) = document.redirect_uris.iter().find_map(|u| redirect_uri::refusal(u)) {
+    if let Some(why) = document
+        .redirect_uris
+        .iter()
+        .find_map(|u| redirect_uri::refusal(u))
+    {
         return Err(format!("the client's metadata document: {why}"));
     }
     Ok(document)

@@ -234,9 +234,9 @@ impl GrantFile {
         };
         let hash = hex_sha256(token);
         self.change(|document| {
-            document
-                .grants
-                .retain(|g| g.id != grant_id || (g.refresh_sha256 != hash && !g.spent.contains(&hash)));
+            document.grants.retain(|g| {
+                g.id != grant_id || (g.refresh_sha256 != hash && !g.spent.contains(&hash))
+            });
             Ok(())
         })
     }
@@ -366,13 +366,19 @@ impl GrantBook {
         })
     }
 
-    /// Whether the grant `id` of `account` is alive (as of the last quarter second).
+    /// Whether the grant `id` of `account` is alive (as of the last quarter second). A grant
+    /// it does not know makes it look at the file again first: it may have just been opened,
+    /// by this server or another.
     pub fn is_alive(&self, id: &str, account: &str) -> bool {
-        lock(&self.document)
-            .current(false, read_document, GrantsDocument::default)
-            .grants
-            .iter()
-            .any(|g| g.id == id && g.account == account)
+        let mut document = lock(&self.document);
+        let holds = |document: &GrantsDocument| {
+            document
+                .grants
+                .iter()
+                .any(|g| g.id == id && g.account == account)
+        };
+        holds(document.current(false, read_document, GrantsDocument::default))
+            || holds(document.current(true, read_document, GrantsDocument::default))
     }
 
     /// The registered client `client_id`, read afresh when the file changed.
@@ -398,22 +404,33 @@ mod tests {
         let first = file
             .open("alice", "client", "Client", "notes:read")
             .unwrap();
-        assert!(book.is_alive(&first.grant, "alice") || {
-            std::thread::sleep(data_file::RELOAD_INTERVAL);
-            book.is_alive(&first.grant, "alice")
-        });
+        assert!(
+            book.is_alive(&first.grant, "alice") || {
+                std::thread::sleep(data_file::RELOAD_INTERVAL);
+                book.is_alive(&first.grant, "alice")
+            }
+        );
         assert_eq!(
-            file.rotate(&first.refresh_token, "other").unwrap().unwrap_err(),
+            file.rotate(&first.refresh_token, "other")
+                .unwrap()
+                .unwrap_err(),
             RefreshRefusal::Invalid
         );
-        let second = file.rotate(&first.refresh_token, "client").unwrap().unwrap();
+        let second = file
+            .rotate(&first.refresh_token, "client")
+            .unwrap()
+            .unwrap();
         assert_eq!(second.grant, first.grant);
         assert_eq!(
-            file.rotate(&first.refresh_token, "client").unwrap().unwrap_err(),
+            file.rotate(&first.refresh_token, "client")
+                .unwrap()
+                .unwrap_err(),
             RefreshRefusal::Reused
         );
         assert_eq!(
-            file.rotate(&second.refresh_token, "client").unwrap().unwrap_err(),
+            file.rotate(&second.refresh_token, "client")
+                .unwrap()
+                .unwrap_err(),
             RefreshRefusal::Invalid,
             "the family is gone"
         );

@@ -49,7 +49,10 @@ pub fn add_security_headers(headers: &mut HeaderMap) {
     );
     headers.insert("x-frame-options", HeaderValue::from_static("DENY"));
     headers.insert("referrer-policy", HeaderValue::from_static("same-origin"));
-    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    headers.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
 }
 
@@ -169,9 +172,10 @@ pub fn consent(view: &ConsentView<'_>, request: &str, csrf: &str) -> Response {
 /// The pages' stylesheet.
 pub async fn stylesheet() -> Response {
     let mut response = STYLESHEET.into_response();
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("text/css; charset=utf-8"));
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/css; charset=utf-8"),
+    );
     response
 }
 

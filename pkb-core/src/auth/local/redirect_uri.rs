@@ -35,7 +35,9 @@ pub fn refusal(uri: &str) -> Option<String> {
         "http" => Some(format!(
             "`{uri}`: plain http is allowed only to a loopback host (localhost, 127.0.0.1, [::1])"
         )),
-        _ => Some(format!("`{uri}`: a redirect URI is https, or http to a loopback host")),
+        _ => Some(format!(
+            "`{uri}`: a redirect URI is https, or http to a loopback host"
+        )),
     }
 }
 
@@ -73,7 +75,10 @@ mod tests {
 
     #[test]
     fn https_anywhere_http_only_to_loopback() {
-        assert_eq!(refusal("https://chatgpt.com/connector_platform_oauth_redirect"), None);
+        assert_eq!(
+            refusal("https://chatgpt.com/connector_platform_oauth_redirect"),
+            None
+        );
         assert_eq!(refusal("http://127.0.0.1:3000/callback"), None);
         assert_eq!(refusal("http://localhost:3000/callback"), None);
         assert_eq!(refusal("http://[::1]/callback"), None);

@@ -68,11 +68,19 @@ fn read_request(body: &[u8]) -> Result<RegisteredClient, (&'static str, String)>
         .and_then(Value::as_array)
         .map(|uris| uris.iter().map(|u| u.as_str().map(str::to_owned)).collect())
         .unwrap_or(None)
-        .ok_or_else(|| ("invalid_redirect_uri", "redirect_uris must be a list of URLs".to_owned()))?;
+        .ok_or_else(|| {
+            (
+                "invalid_redirect_uri",
+                "redirect_uris must be a list of URLs".to_owned(),
+            )
+        })?;
     if redirect_uris.is_empty() || redirect_uris.len() > redirect_uri::MAX_REDIRECT_URIS {
         return Err((
             "invalid_redirect_uri",
-            format!("give 1 to {} redirect_uris", redirect_uri::MAX_REDIRECT_URIS),
+            format!(
+                "give 1 to {} redirect_uris",
+                redirect_uri::MAX_REDIRECT_URIS
+            ),
         ));
     }
     if let Some(why) = redirect_uris.iter().find_map(|u| redirect_uri::refusal(u)) {

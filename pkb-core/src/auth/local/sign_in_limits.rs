@@ -55,7 +55,9 @@ impl SignInLimits {
         if tries.failures.len() >= MAX_FAILURES {
             tries.failures.clear();
             tries.locked_until = Some(now + LOCK_WINDOW);
-            tracing::warn!("{MAX_FAILURES} failed sign-ins for one account name; locked for 15 minutes");
+            tracing::warn!(
+                "{MAX_FAILURES} failed sign-ins for one account name; locked for 15 minutes"
+            );
             return true;
         }
         false

@@ -89,16 +89,20 @@ pub async fn token(State(authority): State<Arc<LocalAuthority>>, body: Bytes) ->
 async fn answer(authority: &Arc<LocalAuthority>, body: &[u8]) -> Result<Response, Refusal> {
     let form = parameters(body)
         .map_err(|_| Refusal::new("invalid_request", "a parameter is given more than once"))?;
-    let client_id = form
-        .get("client_id")
-        .ok_or(Refusal::new("invalid_client", "a public client sends its client_id"))?;
+    let client_id = form.get("client_id").ok_or(Refusal::new(
+        "invalid_client",
+        "a public client sends its client_id",
+    ))?;
     let bound = authority
         .bound()
         .ok_or(Refusal::new("server_error", "the server is not ready"))?;
     if let Some(resource) = form.get("resource")
         && !names_resource(&bound.resource, resource)
     {
-        return Err(Refusal::new("invalid_target", "the resource is not this server's"));
+        return Err(Refusal::new(
+            "invalid_target",
+            "the resource is not this server's",
+        ));
     }
     let issued = match form.get("grant_type").map(String::as_str) {
         Some("authorization_code") => redeem_code(authority, &form, client_id).await?,
@@ -158,7 +162,10 @@ async fn redeem_code(
         Redemption::Spent(grant) => {
             if let Some(grant) = grant {
                 // RFC 6749 section 4.1.2: a code used twice ends what it gave.
-                tracing::warn!(client_id, "a code was used twice; ending the grant it opened");
+                tracing::warn!(
+                    client_id,
+                    "a code was used twice; ending the grant it opened"
+                );
                 let file = authority.grant_file.clone();
                 let _ = tokio::task::spawn_blocking(move || file.end(&grant)).await;
             }
@@ -187,7 +194,10 @@ async fn redeem_code(
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'));
     let computed = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
     if !well_formed || !bool::from(computed.as_bytes().ct_eq(issued.challenge.as_bytes())) {
-        return Err(Refusal::new("invalid_grant", "the code_verifier does not match the challenge"));
+        return Err(Refusal::new(
+            "invalid_grant",
+            "the code_verifier does not match the challenge",
+        ));
     }
     let file = authority.grant_file.clone();
     let (account, name, scope) = (issued.account, issued.client_name, issued.scope);
@@ -225,7 +235,10 @@ async fn refresh(
     let issued = match rotated {
         Ok(issued) => issued,
         Err(RefreshRefusal::Invalid) => {
-            return Err(Refusal::new("invalid_grant", "the refresh token is invalid or expired"));
+            return Err(Refusal::new(
+                "invalid_grant",
+                "the refresh token is invalid or expired",
+            ));
         }
         Err(RefreshRefusal::Reused) => {
             return Err(Refusal::new(
@@ -237,7 +250,10 @@ async fn refresh(
     if let Some(asked) = form.get("scope") {
         let granted: Vec<&str> = issued.scope.split_whitespace().collect();
         if !asked.split_whitespace().all(|s| granted.contains(&s)) {
-            return Err(Refusal::new("invalid_scope", "a refresh cannot widen the scope"));
+            return Err(Refusal::new(
+                "invalid_scope",
+                "a refresh cannot widen the scope",
+            ));
         }
     }
     Ok(issued)
@@ -247,7 +263,8 @@ async fn refresh(
 /// access tokens. Answers 200 whatever the token was, as the RFC says.
 pub async fn revoke(State(authority): State<Arc<LocalAuthority>>, body: Bytes) -> Response {
     let Ok(form) = parameters(&body) else {
-        return Refusal::new("invalid_request", "a parameter is given more than once").into_response();
+        return Refusal::new("invalid_request", "a parameter is given more than once")
+            .into_response();
     };
     let Some(token) = form.get("token").cloned() else {
         return Refusal::new("invalid_request", "token is missing").into_response();
