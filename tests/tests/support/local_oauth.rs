@@ -2,6 +2,11 @@
 //! authorization URL, sign in and approve on PKB's pages (carrying the browser's cookie and
 //! the forms' hidden fields), trade the code at the token endpoint, refresh and revoke.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
@@ -391,4 +396,81 @@ pub async fn token_request(origin: &str, pairs: &[(&str, &str)]) -> (u16, Value)
     );
     let status = response.status().as_u16();
     (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// An HTTPS server on 127.0.0.1 serving client metadata documents, counting requests.
+pub struct DocumentServer {
+    /// `https://127.0.0.1:PORT`.
+    pub origin: String,
+    /// How many requests it was sent.
+    pub requests: Arc<AtomicUsize>,
+}
+
+impl DocumentServer {
+    /// Serves `documents(origin)`: by path, a delay and a body.
+    pub async fn start(
+        certificates: &super::TestCertificates,
+        documents: impl FnOnce(&str) -> HashMap<String, (Duration, Vec<u8>)>,
+    ) -> Self {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        pkb_core::transport::http::install_crypto_provider();
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&certificates.cert)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_file(&certificates.key).unwrap();
+        let config = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = format!(
+            "https://127.0.0.1:{}",
+            listener.local_addr().unwrap().port()
+        );
+        let documents = Arc::new(documents(&origin));
+        let requests = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&requests);
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, documents, counted) = (
+                    acceptor.clone(),
+                    Arc::clone(&documents),
+                    Arc::clone(&counted),
+                );
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let mut head = Vec::new();
+                    let mut buffer = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match tls.read(&mut buffer).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buffer[..n]),
+                        }
+                    }
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    let head = String::from_utf8_lossy(&head);
+                    let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                    let (delay, body) = documents
+                        .get(&path)
+                        .cloned()
+                        .unwrap_or((Duration::ZERO, b"{}".to_vec()));
+                    tokio::time::sleep(delay).await;
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = tls.write_all(answer.as_bytes()).await;
+                    let _ = tls.write_all(&body).await;
+                    let _ = tls.shutdown().await;
+                });
+            }
+        });
+        Self { origin, requests }
+    }
 }
