@@ -584,6 +584,23 @@ async fn accounts_are_isolated_and_a_token_of_the_same_name_is_the_same_user() {
     );
     let found = bob_session.call("search", json!({"query": "secret"})).await;
     assert_eq!(found.result()["structuredContent"]["results"], json!([]));
+    let listed = bob_session.request("resources/list", json!({})).await;
+    assert!(!listed.body.contains("alice-secret"), "{listed:?}");
+    let read = bob_session
+        .request("resources/read", json!({"uri": "pkb://notes/alice-secret"}))
+        .await;
+    assert!(
+        read.message.unwrap()["error"].is_object(),
+        "not Bob's to read"
+    );
+    let completed = bob_session
+        .request(
+            "completion/complete",
+            json!({"ref": {"type": "ref/resource", "uri": "pkb://notes/{id}"},
+                   "argument": {"name": "id", "value": "alice"}}),
+        )
+        .await;
+    assert_eq!(completed.result()["completion"]["values"], json!([]));
     // Bob's token on Alice's session: a session he does not have.
     let hijack = alice_session
         .with_token(Some(&bob))

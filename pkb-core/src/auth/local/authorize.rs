@@ -42,7 +42,9 @@ const BROWSER_COOKIE: &str = "pkb_oauth_browser";
 /// The client of a request, as checked.
 #[derive(Debug, Clone)]
 pub struct CheckedClient {
+    /// Its id.
     pub client_id: String,
+    /// Its name as the pages show it.
     pub client_name: String,
     /// The redirect URI the request uses.
     pub redirect_uri: String,
@@ -65,12 +67,19 @@ struct Waiting {
 
 /// A code an approval gave.
 pub struct IssuedCode {
+    /// The client it was issued to.
     pub client_id: String,
+    /// That client's name, kept with the grant.
     pub client_name: String,
+    /// Where it was sent.
     pub redirect_uri: String,
+    /// Whether the authorization request named `redirect_uri`.
     pub redirect_uri_given: bool,
+    /// The PKCE challenge (S256).
     pub challenge: String,
+    /// The account that approved.
     pub account: String,
+    /// The scope approved, space-separated.
     pub scope: String,
     expires: Instant,
     /// Once redeemed: the grant it opened, if any.
