@@ -531,6 +531,12 @@ async fn eleven_wrong_passwords_lock_the_account() {
             assert!(page.field("request").is_some(), "the form is shown again");
         }
     }
+    // A name no account can have is refused alike, and a body over 64 KiB is not read.
+    let page = browser.sign_in(&sign_in, "<alice>", PASSWORD).await;
+    assert_eq!(page.status, 401);
+    assert!(!page.body.contains("<alice>") && !page.body.contains("&lt;alice&gt;"));
+    let page = browser.sign_in(&sign_in, "bob", &"x".repeat(100_000)).await;
+    assert_eq!(page.status, 413);
     // Locked: even the right password fails, and the same way for a name without an account.
     let page = browser.sign_in(&sign_in, "alice", PASSWORD).await;
     assert!(

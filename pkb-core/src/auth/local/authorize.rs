@@ -21,8 +21,9 @@ use http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use subtle::ConstantTimeEq;
 
 use super::pages::{self, ConsentView};
+use super::registration::MAX_CLIENT_NAME_CHARS;
 use super::{LocalAuthority, client_metadata, parameters, redirect_uri};
-use crate::auth::data_file::{hex_sha256, random_secret};
+use crate::auth::data_file::{hex_sha256, random_secret, valid_user_name};
 use crate::locks::lock;
 
 /// How long a code may wait to be redeemed.
@@ -278,6 +279,10 @@ pub async fn sign_in(
         .get("account")
         .map(|a| a.trim().to_owned())
         .unwrap_or_default();
+    if !valid_user_name(&account) {
+        // No account has such a name; nor is it worth remembering, or showing back.
+        return pages::sign_in(&client_name, &id, &csrf, "", Some(WRONG));
+    }
     let password = form.get("password").cloned().unwrap_or_default();
     if authority.sign_ins.is_locked(&account) {
         return pages::sign_in(&client_name, &id, &csrf, &account, Some(LOCKED));
@@ -292,7 +297,7 @@ pub async fn sign_in(
         let problem = if authority.sign_ins.failed(&account) {
             LOCKED
         } else {
-            "The account name or the password is wrong."
+            WRONG
         };
         return pages::sign_in(&client_name, &id, &csrf, &account, Some(problem));
     }
@@ -316,6 +321,7 @@ pub async fn sign_in(
     pages::consent(&view, &id, &next_csrf)
 }
 
+const WRONG: &str = "The account name or the password is wrong.";
 const LOCKED: &str = "Too many failed sign-ins for this account: try again in 15 minutes.";
 const EXPIRED: &str = "This sign-in has expired or was already used.";
 
@@ -434,7 +440,10 @@ async fn check_client(
             .and_then(|u| u.host_str().map(str::to_owned))
             .unwrap_or_default();
         let name = match document.client_name {
-            Some(name) if !name.trim().is_empty() => format!("{} ({host})", name.trim()),
+            Some(name) if !name.trim().is_empty() => {
+                let name: String = name.trim().chars().take(MAX_CLIENT_NAME_CHARS).collect();
+                format!("{name} ({host})")
+            }
             _ => host,
         };
         (name, document.redirect_uris)

@@ -29,6 +29,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 
 pub use accounts::{AccountBook, AccountError, AccountFile, AccountInfo};
@@ -43,6 +44,9 @@ use crate::framework::access::{Principal, ScopeNames};
 
 /// How long PKB's access tokens last.
 pub const ACCESS_TOKEN_LIFETIME_SECS: u64 = 60 * 60;
+
+/// The largest request body the authorization server's endpoints read.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// The endpoints' paths, under the public URL.
 pub mod paths {
@@ -167,6 +171,8 @@ impl LocalAuthority {
             .route(paths::TOKEN, post(token_endpoint::token))
             .route(paths::REVOKE, post(token_endpoint::revoke))
             .route(pages::STYLESHEET_PATH, get(pages::stylesheet))
+            // Forms, token requests and registrations are small; nothing here reads more.
+            .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
             .with_state(Arc::clone(self))
     }
 

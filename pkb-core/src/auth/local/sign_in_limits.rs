@@ -68,3 +68,24 @@ impl SignInLimits {
         lock(&self.names).remove(name);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tenth_failure_locks_that_name_only_and_success_forgets() {
+        let limits = SignInLimits::default();
+        for _ in 1..MAX_FAILURES {
+            assert!(!limits.failed("alice"));
+        }
+        assert!(!limits.is_locked("alice"));
+        limits.succeeded("alice");
+        for _ in 1..MAX_FAILURES {
+            assert!(!limits.failed("alice"), "a success starts the count again");
+        }
+        assert!(limits.failed("alice"));
+        assert!(limits.is_locked("alice"));
+        assert!(!limits.is_locked("bob"));
+    }
+}
