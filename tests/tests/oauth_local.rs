@@ -331,6 +331,28 @@ async fn pkce_missing_or_plain_is_refused() {
         );
         assert!(query_param(&location, "code").is_none(), "nothing issued");
     }
+    // A resource that is not PKB's, a scope it does not know, a response type it does not give.
+    for (name, value, error) in [
+        (
+            "resource",
+            "https://elsewhere.example/mcp",
+            "invalid_target",
+        ),
+        ("scope", "notes:read admin", "invalid_scope"),
+        ("response_type", "token", "unsupported_response_type"),
+    ] {
+        let mut query = client.query(&pkce, "notes:read");
+        query.retain(|(key, _)| *key != name);
+        query.push((name, value));
+        let page = Browser::new(server.origin()).authorize(&query).await;
+        let location = page.redirect().unwrap();
+        assert_eq!(
+            query_param(&location, "error").as_deref(),
+            Some(error),
+            "{name}"
+        );
+        assert!(query_param(&location, "code").is_none());
+    }
 }
 
 #[tokio::test]
@@ -344,6 +366,16 @@ async fn codes_are_bound_to_their_verifier_and_client_and_used_once() {
     let code = client.code_for("alice", &pkce, "notes:read").await;
     assert_invalid_grant(&client.redeem(&code, &Pkce::new().verifier).await);
     assert_invalid_grant(&client.redeem(&code, &pkce.verifier).await);
+
+    // Another redirect URI than the request's.
+    let pkce = Pkce::new();
+    let code = client.code_for("alice", &pkce, "notes:read").await;
+    let elsewhere = FlowClient {
+        redirect_uri: "http://127.0.0.1:9/elsewhere".to_owned(),
+        origin: client.origin.clone(),
+        client_id: client.client_id.clone(),
+    };
+    assert_invalid_grant(&elsewhere.redeem(&code, &pkce.verifier).await);
 
     // Another client's code.
     let pkce = Pkce::new();
