@@ -15,7 +15,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 use support::local_oauth::{
     Browser, CALLBACK, DocumentServer, FlowClient, LocalServer, PASSWORD, Pkce, create_account,
-    no_redirects, query_param, token_request,
+    no_redirects, query_param, token_request, with_password,
 };
 use support::{RawHttp, http_client};
 
@@ -686,31 +686,34 @@ fn account_commands_keep_hashes_only() {
     assert!(stored.contains("$argon2id$"));
     assert!(!stored.contains(PASSWORD));
     // Too short, taken, unknown: refused, saying why.
-    let mut child = std::process::Command::new(support::server_binary())
-        .args([
-            "--data-dir",
-            path,
-            "account",
-            "create",
-            "bob",
-            "--password-stdin",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    writeln!(child.stdin.take().unwrap(), "short").unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("at least 12 characters"));
+    let short = with_password(path, &["account", "create", "bob"], "short");
+    assert!(!short.status.success());
+    assert!(String::from_utf8_lossy(&short.stderr).contains("at least 12 characters"));
+    let taken = with_password(path, &["account", "create", "alice"], PASSWORD);
+    assert!(!taken.status.success());
+    assert!(String::from_utf8_lossy(&taken.stderr).contains("exists"));
     let (status, _, stderr) = run(&["account", "delete", "bob"]);
     assert!(
         !status.success() && stderr.contains("no account named `bob`"),
         "{stderr}"
     );
-    let (status, _, stderr) = run(&["account", "create", "alice", "--password-stdin"]);
-    assert!(!status.success(), "{stderr}");
+    let changed = with_password(
+        path,
+        &["account", "password", "alice"],
+        "another long password",
+    );
+    assert!(changed.status.success());
+    assert_ne!(
+        std::fs::read_to_string(dir.path().join("accounts.json")).unwrap(),
+        stored,
+        "a new hash"
+    );
+    let unknown = with_password(
+        path,
+        &["account", "password", "bob"],
+        "another long password",
+    );
+    assert!(!unknown.status.success());
     let (status, _, stderr) = run(&["account", "delete", "alice"]);
     assert!(status.success(), "{stderr}");
     let (_, stdout, _) = run(&["account", "list"]);

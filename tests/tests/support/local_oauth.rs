@@ -71,28 +71,28 @@ impl LocalServer {
 
 /// Makes the account `name` in `data_dir` with `password`, given on stdin.
 pub fn create_account(data_dir: &str, name: &str, password: &str) {
+    let output = with_password(data_dir, &["account", "create", name], password);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Runs `pkb-server --data-dir DATA_DIR ARGS --password-stdin` with `password` on stdin.
+pub fn with_password(data_dir: &str, args: &[&str], password: &str) -> std::process::Output {
     use std::io::Write;
     let mut child = std::process::Command::new(super::server_binary())
-        .args([
-            "--data-dir",
-            data_dir,
-            "account",
-            "create",
-            name,
-            "--password-stdin",
-        ])
+        .args(["--data-dir", data_dir])
+        .args(args)
+        .arg("--password-stdin")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     writeln!(child.stdin.take().unwrap(), "{password}").unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    child.wait_with_output().unwrap()
 }
 
 /// A PKCE verifier and its S256 challenge.
