@@ -206,9 +206,28 @@ fn hash_password(password: &str) -> Result<String, AccountError> {
 }
 
 fn read_document(path: &Path) -> Result<AccountsDocument, AccountError> {
+    read_json(
+        path,
+        "accounts",
+        |d: &AccountsDocument| d.version,
+        || AccountsDocument {
+            version: 1,
+            accounts: Vec::new(),
+        },
+    )
+}
+
+/// The JSON document at `path`, a PKB `what` file of version 1 (`version` reads it), or
+/// `empty` when there is no file yet.
+pub(super) fn read_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &'static str,
+    version: impl Fn(&T) -> u32,
+    empty: impl FnOnce() -> T,
+) -> Result<T, AccountError> {
     let malformed = |reason: String| AccountError::Malformed {
         path: path.to_owned(),
-        what: "accounts",
+        what,
         reason,
     };
     let text = data_file::read_if_exists(path).map_err(|source| AccountError::Io {
@@ -216,17 +235,13 @@ fn read_document(path: &Path) -> Result<AccountsDocument, AccountError> {
         source,
     })?;
     let Some(text) = text else {
-        return Ok(AccountsDocument {
-            version: 1,
-            accounts: Vec::new(),
-        });
+        return Ok(empty());
     };
-    let document: AccountsDocument =
-        serde_json::from_str(&text).map_err(|e| malformed(e.to_string()))?;
-    if document.version != 1 {
-        return Err(malformed(format!("version {} is not 1", document.version)));
+    let document: T = serde_json::from_str(&text).map_err(|e| malformed(e.to_string()))?;
+    match version(&document) {
+        1 => Ok(document),
+        other => Err(malformed(format!("version {other} is not 1"))),
     }
-    Ok(document)
 }
 
 /// A running server's view of the accounts: read again when the file changes.

@@ -267,14 +267,11 @@ pub async fn sign_in(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let form = match parameters(&body) {
-        Ok(form) => form,
-        Err(why) => return pages::error_page(StatusCode::BAD_REQUEST, &why),
-    };
-    let (id, client_name, csrf) = match step(&authority, &form, &headers, |_| true) {
-        Ok((id, waiting)) => (id, waiting.client.client_name.clone(), waiting.csrf.clone()),
+    let (form, id, waiting) = match step(&authority, &body, &headers, |_| true) {
+        Ok(step) => step,
         Err(response) => return response,
     };
+    let (client_name, csrf) = (waiting.client.client_name, waiting.csrf);
     let account = form
         .get("account")
         .map(|a| a.trim().to_owned())
@@ -331,12 +328,8 @@ pub async fn consent(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let form = match parameters(&body) {
-        Ok(form) => form,
-        Err(why) => return pages::error_page(StatusCode::BAD_REQUEST, &why),
-    };
-    let id = match step(&authority, &form, &headers, |w| w.account.is_some()) {
-        Ok((id, _)) => id,
+    let (form, id, _) = match step(&authority, &body, &headers, |w| w.account.is_some()) {
+        Ok(step) => step,
         Err(response) => return response,
     };
     let Some(request) = lock(&authority.flows.waiting).remove(&id) else {
@@ -382,15 +375,17 @@ pub async fn consent(
     )
 }
 
-/// The waiting request a form continues, when its id, CSRF token and browser cookie all
-/// match and `ready` holds of it; else PKB's error page.
+/// The form a step posted (`body`), the id of the waiting request it continues and what the
+/// step needs of that request, when the id, the CSRF token and the browser cookie all match
+/// and `ready` holds of it; else PKB's error page.
 #[allow(clippy::result_large_err, reason = "the refusal is the page itself")]
 fn step(
     authority: &LocalAuthority,
-    form: &HashMap<String, String>,
+    body: &[u8],
     headers: &HeaderMap,
     ready: impl Fn(&Waiting) -> bool,
-) -> Result<(String, WaitingView), Response> {
+) -> Result<(HashMap<String, String>, String, WaitingView), Response> {
+    let form = parameters(body).map_err(|why| pages::error_page(StatusCode::BAD_REQUEST, &why))?;
     let refused = || {
         pages::error_page(
             StatusCode::FORBIDDEN,
@@ -409,13 +404,13 @@ fn step(
     if !fits {
         return Err(refused());
     }
-    Ok((
-        id.clone(),
-        WaitingView {
-            client: request.client.clone(),
-            csrf: request.csrf.clone(),
-        },
-    ))
+    let view = WaitingView {
+        client: request.client.clone(),
+        csrf: request.csrf.clone(),
+    };
+    let id = id.clone();
+    drop(waiting);
+    Ok((form, id, view))
 }
 
 /// What a step needs of its waiting request, copied out of the lock.

@@ -14,7 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
-use super::accounts::AccountError;
+use super::accounts::{AccountError, read_json};
 use crate::auth::data_file::{self, Watched, hex_sha256, random_secret};
 use crate::locks::lock;
 
@@ -323,27 +323,15 @@ fn grant_of_refresh_token(token: &str) -> Option<&str> {
 }
 
 fn read_document(path: &Path) -> Result<GrantsDocument, AccountError> {
-    let malformed = |reason: String| AccountError::Malformed {
-        path: path.to_owned(),
-        what: "grants",
-        reason,
-    };
-    let text = data_file::read_if_exists(path).map_err(|source| AccountError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    let Some(text) = text else {
-        return Ok(GrantsDocument {
+    read_json(
+        path,
+        "grants",
+        |d: &GrantsDocument| d.version,
+        || GrantsDocument {
             version: 1,
             ..GrantsDocument::default()
-        });
-    };
-    let document: GrantsDocument =
-        serde_json::from_str(&text).map_err(|e| malformed(e.to_string()))?;
-    if document.version != 1 {
-        return Err(malformed(format!("version {} is not 1", document.version)));
-    }
-    Ok(document)
+        },
+    )
 }
 
 fn unix_now() -> u64 {

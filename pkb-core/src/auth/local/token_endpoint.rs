@@ -20,8 +20,9 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use super::accounts::AccountError;
 use super::authorize::{Redemption, names_resource};
-use super::grants::{Issued, RefreshRefusal};
+use super::grants::{GrantFile, Issued, RefreshRefusal};
 use super::{ACCESS_TOKEN_LIFETIME_SECS, LocalAuthority, parameters};
 use crate::auth::data_file::random_secret;
 
@@ -199,18 +200,32 @@ async fn redeem_code(
             "the code_verifier does not match the challenge",
         ));
     }
-    let file = authority.grant_file.clone();
     let (account, name, scope) = (issued.account, issued.client_name, issued.scope);
     let client = client_id.to_owned();
-    let opened = tokio::task::spawn_blocking(move || file.open(&account, &client, &name, &scope))
-        .await
-        .map_err(|_| Refusal::new("server_error", "the grant could not be kept"))?
-        .map_err(|error| {
-            tracing::error!(%error, "cannot keep a grant");
-            Refusal::new("server_error", "the grant could not be kept")
-        })?;
+    let opened = on_grant_file(authority, move |file| {
+        file.open(&account, &client, &name, &scope)
+    })
+    .await?;
     authority.flows.opened(code, &opened.grant);
     Ok(opened)
+}
+
+/// Runs `change` on the grants file off the async threads (it waits for the file's lock and
+/// syncs to disk); a failure is the client's `server_error`, logged here.
+async fn on_grant_file<T: Send + 'static>(
+    authority: &LocalAuthority,
+    change: impl FnOnce(&GrantFile) -> Result<T, AccountError> + Send + 'static,
+) -> Result<T, Refusal> {
+    let file = authority.grant_file.clone();
+    let kept = Refusal::new("server_error", "the grant could not be kept");
+    match tokio::task::spawn_blocking(move || change(&file)).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => {
+            tracing::error!(%error, "cannot keep a grant");
+            Err(kept)
+        }
+        Err(_) => Err(kept),
+    }
 }
 
 /// The refresh_token grant: single use, rotated, a second use ending the grant.
@@ -223,15 +238,8 @@ async fn refresh(
         .get("refresh_token")
         .ok_or(Refusal::new("invalid_request", "refresh_token is missing"))?
         .clone();
-    let file = authority.grant_file.clone();
     let client = client_id.to_owned();
-    let rotated = tokio::task::spawn_blocking(move || file.rotate(&token, &client))
-        .await
-        .map_err(|_| Refusal::new("server_error", "the grant could not be kept"))?
-        .map_err(|error| {
-            tracing::error!(%error, "cannot keep a grant");
-            Refusal::new("server_error", "the grant could not be kept")
-        })?;
+    let rotated = on_grant_file(authority, move |file| file.rotate(&token, &client)).await?;
     let issued = match rotated {
         Ok(issued) => issued,
         Err(RefreshRefusal::Invalid) => {
