@@ -13,6 +13,7 @@
 
 mod client;
 mod floor;
+mod folder;
 mod history;
 mod links;
 mod meaning;
@@ -45,7 +46,8 @@ usage: cargo run --release -p pkb-bench -- [options]
                      (edit against write, fetch of notes with 50 versions,
                      history of a note with 1,000), and links (two stores of
                      10,000 notes, with five links each and without), and
-                     meaning (search by meaning and hybrid, the indexer)
+                     meaning (search by meaning and hybrid, the indexer),
+                     and folder (a vault of 10,000 files as the store)
                      [default: all]
   --meaning-notes N  notes in the meaning phase's store [default: 10000]
   --calls N          sequential calls per tool, after warm-up [default: 5000]
@@ -426,6 +428,36 @@ fn targets_unchecked(key: &Key) -> Vec<Target> {
         ),
         holds: Some(ratio(linked, plain) <= 1.2),
     });
+    let [per_s, restart] = key.folder_start;
+    out.push(Target {
+        name: "vault: first start on 10,000 files >= 2,000 files/s; a restart with nothing changed <= 1 s".into(),
+        measured: format!("{per_s:.0} files/s; restart {restart:.2} s"),
+        holds: Some(per_s >= 2_000.0 && restart <= 1.0),
+    });
+    let [files, lite] = key.folder_write_p50;
+    out.push(Target {
+        name: "vault: write p50 within 2x of a write to the SQLite store".into(),
+        measured: format!("{} vs {} = {:.2}x", us(files), us(lite), ratio(files, lite)),
+        holds: Some(ratio(files, lite) <= 2.0),
+    });
+    let [fetch_files, fetch_lite] = key.folder_fetch_p50;
+    let [search_files, search_lite] = key.folder_search_p50;
+    out.push(Target {
+        name: "vault: fetch and word search p50 within 1.1x of the SQLite store".into(),
+        measured: format!(
+            "fetch {:.2}x, search {:.2}x",
+            ratio(fetch_files, fetch_lite),
+            ratio(search_files, search_lite)
+        ),
+        holds: Some(
+            ratio(fetch_files, fetch_lite) <= 1.1 && ratio(search_files, search_lite) <= 1.1,
+        ),
+    });
+    out.push(Target {
+        name: "vault: a file changed reaches search within 2 s (p99 over 100 changes)".into(),
+        measured: us(key.folder_outside[1]),
+        holds: Some(key.folder_outside[1] <= 2_000_000.0),
+    });
     let [linked, plain] = key.linked_write_p50;
     out.push(Target {
         name: "write of a note with 20 links within 1.1x of a write without".into(),
@@ -590,6 +622,15 @@ fn run(config: &Config) -> Result<(), Error> {
             temp.path(),
             config.meaning_notes,
             config.window,
+            &mut report,
+            &mut key,
+        )?;
+    }
+    if config.runs("folder") {
+        folder::run(
+            &server,
+            temp.path(),
+            config.calls.min(2_000),
             &mut report,
             &mut key,
         )?;

@@ -83,6 +83,16 @@ pub struct Key {
     pub meaning_p99: [f64; 2],
     /// Peak RSS with the encoder loaded (KiB).
     pub meaning_rss_kib: f64,
+    /// First start on a vault of 10,000 files (files/s) and a restart with nothing changed (s).
+    pub folder_start: [f64; 2],
+    /// Write, fetch and word search p50 on a vault and on the SQLite store (µs).
+    pub folder_write_p50: [f64; 2],
+    /// See `folder_write_p50`.
+    pub folder_fetch_p50: [f64; 2],
+    /// See `folder_write_p50`.
+    pub folder_search_p50: [f64; 2],
+    /// A change to a file until search finds it, p50 and p99 (µs).
+    pub folder_outside: [f64; 2],
 }
 
 impl Default for Key {
@@ -113,6 +123,11 @@ impl Default for Key {
             meaning_during: [f64::NAN; 2],
             meaning_p99: [f64::NAN; 2],
             meaning_rss_kib: f64::NAN,
+            folder_start: [f64::NAN; 2],
+            folder_write_p50: [f64::NAN; 2],
+            folder_fetch_p50: [f64::NAN; 2],
+            folder_search_p50: [f64::NAN; 2],
+            folder_outside: [f64::NAN; 2],
         }
     }
 }

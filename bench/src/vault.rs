@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use pkb_bench::corpus::{self, Rng};
+use pkb_bench::corpus::{self, Note, Rng};
 
 use crate::client::Error;
 use crate::phases::Key;
@@ -83,7 +83,7 @@ pub fn import_export(
 }
 
 /// Runs `pkb-server COMMAND FOLDER --db DB`; its stdout and stderr, or why it failed.
-fn run(server: &Path, command: &str, folder: &Path, db: &Path) -> Result<String, Error> {
+pub fn run(server: &Path, command: &str, folder: &Path, db: &Path) -> Result<String, Error> {
     let out = Command::new(server)
         .arg(command)
         .arg(folder)
@@ -105,8 +105,9 @@ fn run(server: &Path, command: &str, folder: &Path, db: &Path) -> Result<String,
     Ok(text)
 }
 
-/// Writes `notes` generated notes as Markdown files with front matter under `vault`.
-fn write_vault(vault: &Path, notes: usize) -> Result<(), Error> {
+/// Writes `notes` generated notes as Markdown files with front matter under `vault`; the
+/// notes written.
+pub fn write_vault(vault: &Path, notes: usize) -> Result<Vec<Note>, Error> {
     let fail = |e: std::io::Error| format!("cannot write the vault in {}: {e}", vault.display());
     let hidden = vault.join(".obsidian");
     std::fs::create_dir_all(&hidden).map_err(fail)?;
@@ -116,6 +117,7 @@ fn write_vault(vault: &Path, notes: usize) -> Result<(), Error> {
     }
     let (corpus, _) = corpus::generate(0);
     let mut rng = Rng(corpus::SEED ^ 0x7a17);
+    let mut written = Vec::with_capacity(notes);
     for k in 0..notes {
         let note = corpus.note(&mut rng, 3_000_000 + k);
         // JSON strings and arrays are YAML scalars and flow sequences: quoting for free.
@@ -124,6 +126,7 @@ fn write_vault(vault: &Path, notes: usize) -> Result<(), Error> {
         let text = format!("---\ntitle: {title}\ntags: {tags}\n---\n{}\n", note.body);
         let path = vault.join(format!("folder-{}/{}.md", k % FOLDERS, note.id));
         std::fs::write(path, text).map_err(fail)?;
+        written.push(note);
     }
-    Ok(())
+    Ok(written)
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use pkb_core::store::{Purged, Store, StoreError};
+use pkb_core::vault::folder::Folder;
 use pkb_core::{Catalog, Context};
 use rmcp::model::ContentBlock;
 use serde_json::Value;
@@ -25,6 +26,11 @@ pub struct Cli {
     /// [default: $XDG_DATA_HOME/pkb/pkb.db, else ~/.local/share/pkb/pkb.db].
     #[arg(long, value_name = "PATH|URL", global = true)]
     db: Option<String>,
+    /// A folder of Markdown files (an Obsidian vault) as the store: the files are the notes,
+    /// edited by PKB and by other programs alike; PKB's index lives in DIR/.pkb
+    /// [env: PKB_VAULT].
+    #[arg(long, value_name = "DIR", global = true)]
+    vault: Option<PathBuf>,
     /// Keep notes in memory only: nothing is written to disk, everything is gone at exit.
     /// Takes precedence over --db and PKB_DB.
     #[arg(long, global = true)]
@@ -102,6 +108,15 @@ pub struct Cli {
 }
 
 impl Cli {
+    /// `--vault`, else `PKB_VAULT` (empty counts as unset).
+    pub fn vault(&self) -> Option<PathBuf> {
+        self.vault.clone().or_else(|| {
+            std::env::var_os("PKB_VAULT")
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from)
+        })
+    }
+
     /// `--db`, else `PKB_DB`. An empty `PKB_DB` counts as unset, as an empty `XDG_DATA_HOME`
     /// does: `PKB_DB= pkb-server` is how a shell clears it for one command.
     pub fn db(&self) -> Option<Database> {
@@ -489,11 +504,29 @@ pub async fn call(registry: &Catalog, ctx: Context, tool: &str, arguments: &str)
 /// `pkb-server check`. Its verdict names no backend's parts: what is checked differs (SQLite's
 /// pages and vocabulary, PostgreSQL's search vectors), docs/storage.md and docs/postgresql.md
 /// say what.
-pub async fn check(store: &Store) -> ExitCode {
-    match checked_count(store).await {
-        Ok(notes) => print_out(&format!("ok: {notes} notes; the store checks sound\n")),
-        Err(error) => store_error_out(&error.to_string(), &error),
+///
+/// With a vault, also the files PKB cannot take as notes, each with the rule it breaks; any
+/// makes the check fail.
+pub async fn check(store: &Store, vault: Option<&Folder>) -> ExitCode {
+    let notes = match checked_count(store).await {
+        Ok(notes) => notes,
+        Err(error) => return store_error_out(&error.to_string(), &error),
+    };
+    let refused = vault.map(Folder::refused_files).unwrap_or_default();
+    if refused.is_empty() {
+        return print_out(&format!("ok: {notes} notes; the store checks sound\n"));
     }
+    let mut report = format!(
+        "{notes} notes; the store checks sound, but {} {} of the vault cannot be taken as notes and {} left alone:\n",
+        refused.len(),
+        if refused.len() == 1 { "file" } else { "files" },
+        if refused.len() == 1 { "is" } else { "are" },
+    );
+    for file in &refused {
+        report.push_str(&format!("  {}: {}\n", file.path.display(), file.reason));
+    }
+    let _ = print_out(&report);
+    ExitCode::FAILURE
 }
 
 /// `pkb-server reindex`.

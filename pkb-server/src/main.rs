@@ -25,6 +25,7 @@ use pkb_core::store::postgres::PgDatabase;
 use pkb_core::transport::http::{BearerAuth, HttpError, HttpServer, HttpSettings, Tls};
 use pkb_core::transport::{InlineToolCalls, LineTransport};
 use pkb_core::vault::ImportOptions;
+use pkb_core::vault::folder::{Folder, FolderWatch, open_vault, watch};
 use pkb_core::{Context, McpServer, NOTES_SCOPES, NotesApp, Registry, User, notes_declarations};
 use rmcp::ServiceExt;
 use rmcp::model::Implementation;
@@ -143,7 +144,11 @@ async fn run(cli: Cli) -> ExitCode {
     {
         return vault_commands::import_failed(&error);
     }
-    let (store, database) = match open_store(&cli).await {
+    let Opened {
+        store,
+        database,
+        vault,
+    } = match open_store(&cli, &registry).await {
         Ok(opened) => opened,
         Err(message) => return fail(&message),
     };
@@ -153,7 +158,7 @@ async fn run(cli: Cli) -> ExitCode {
             let context = Context::detached(store).with_client_info(Some(terminal));
             cli::call(&registry, context, &tool, &arguments).await
         }
-        Some(Command::Check) => cli::check(&store).await,
+        Some(Command::Check) => cli::check(&store, vault.as_deref()).await,
         Some(Command::Reindex) => cli::reindex(&store).await,
         Some(Command::Import {
             dir,
@@ -184,6 +189,10 @@ async fn run(cli: Cli) -> ExitCode {
             if let Some(database) = &database {
                 hear_other_processes(database, &hub);
             }
+            let _watch = match vault.map(|folder| hear_the_files(folder, &hub)).transpose() {
+                Ok(watch) => watch,
+                Err(message) => return fail(&message),
+            };
             let server = McpServer::new(registry, NotesApp::Shared(store))
                 .with_sampling_timeout(Duration::from_secs(cli.sampling_timeout))
                 .with_change_hub(hub)
@@ -212,15 +221,50 @@ fn round_states(cli: &Cli) -> Result<RoundStates, String> {
     RoundStates::with_key(key)
 }
 
-/// The store the flags name: `--memory`, `--user` under the data directory or in the
-/// database, `--db`, or the default file; and the PostgreSQL database, when it is one.
-async fn open_store(cli: &Cli) -> Result<(Store, Option<Arc<PgDatabase>>), String> {
+/// A store the flags name, and what else serving it needs.
+struct Opened {
+    store: Store,
+    /// The PostgreSQL database, when the store is in one.
+    database: Option<Arc<PgDatabase>>,
+    /// The vault's folder, when the store is one.
+    vault: Option<Arc<Folder>>,
+}
+
+impl Opened {
+    fn store(store: Store) -> Opened {
+        Opened {
+            store,
+            database: None,
+            vault: None,
+        }
+    }
+}
+
+/// The store the flags name: `--vault`, `--memory`, `--user` under the data directory or in
+/// the database, `--db`, or the default file.
+async fn open_store(cli: &Cli, registry: &Registry<Store>) -> Result<Opened, String> {
+    if let Some(dir) = cli.vault() {
+        if cli.memory || cli.db().is_some() || cli.user.is_some() {
+            return Err(
+                "--vault DIR makes the folder's Markdown files the store: it cannot be given with --memory, --db (PKB_DB) or --user"
+                    .to_owned(),
+            );
+        }
+        tracing::info!(folder = %dir.display(), "opening the vault");
+        let opened = open_vault(&dir, registry.catalog())
+            .await
+            .map_err(|e| format!("--vault {}: {e}", dir.display()))?;
+        return Ok(Opened {
+            store: opened.store,
+            database: None,
+            vault: Some(opened.folder),
+        });
+    }
     // An import fills a new store with the user's own notes, not the examples.
     let seed = !cli.no_seed && !matches!(cli.command, Some(Command::Import { .. }));
     if cli.memory {
-        return Ok((
+        return Ok(Opened::store(
             sqlite::open_in_memory(seed).map_err(|e| e.to_string())?,
-            None,
         ));
     }
     let user = cli.user.as_deref().map(|name| match &cli.oauth_issuer {
@@ -251,7 +295,11 @@ async fn open_store(cli: &Cli) -> Result<(Store, Option<Arc<PgDatabase>>), Strin
                 "using the PostgreSQL database"
             );
             let user = user.as_ref().unwrap_or(User::local());
-            return Ok((database.store_for(user.storage_key()), Some(database)));
+            return Ok(Opened {
+                store: database.store_for(user.storage_key()),
+                database: Some(database),
+                vault: None,
+            });
         }
         (Some(_), Some(Database::File(_))) => {
             return Err(
@@ -286,7 +334,23 @@ async fn open_store(cli: &Cli) -> Result<(Store, Option<Arc<PgDatabase>>), Strin
             .map_err(|e| e.to_string())?,
         None => sqlite::open(&path, seed).map_err(|e| e.to_string())?,
     };
-    Ok((store, None))
+    Ok(Opened::store(store))
+}
+
+/// Tells this process's sessions of the notes that other programs change in the vault's
+/// files, and starts hearing those changes; dropping the watch stops it.
+fn hear_the_files(folder: Arc<Folder>, hub: &Arc<ChangeHub>) -> Result<FolderWatch, String> {
+    let hub = Arc::clone(hub);
+    folder.on_change_from_files(Box::new(move |id, list_changed| {
+        pkb_core::resources::announce_change_from_elsewhere(
+            &hub,
+            User::local().storage_key(),
+            id,
+            list_changed,
+        );
+    }));
+    let root = folder.root().display().to_string();
+    watch(folder).map_err(|e| format!("--vault {root}: {e}"))
 }
 
 /// Tells this process's sessions of the writes other processes make to `database`.
@@ -381,7 +445,14 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
     let hub = Arc::new(ChangeHub::default());
     let mut _index_merge = None;
     let mut _idle_close = None;
+    let mut _watch = None;
     let template = if auth.is_some() {
+        if let Some(dir) = cli.vault() {
+            return fail(&format!(
+                "--vault {} holds one person's notes: it works with --auth none (or local), not with --auth tokens or oauth, whose users each have their own notes",
+                dir.display()
+            ));
+        }
         let users = if cli.memory {
             UserStores::in_memory(!cli.no_seed)
         } else if let Some(Database::Postgres(url)) = cli.db() {
@@ -408,12 +479,22 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
         _idle_close = Some(UserStores::spawn_idle_close(&users, IDLE_CLOSE));
         McpServer::new(registry, NotesApp::PerUser(users))
     } else {
-        let (store, database) = match open_store(&cli).await {
+        let Opened {
+            store,
+            database,
+            vault,
+        } = match open_store(&cli, &registry).await {
             Ok(opened) => opened,
             Err(message) => return fail(&message),
         };
         if let Some(database) = &database {
             hear_other_processes(database, &hub);
+        }
+        if let Some(folder) = vault {
+            match hear_the_files(folder, &hub) {
+                Ok(watch) => _watch = Some(watch),
+                Err(message) => return fail(&message),
+            }
         }
         _index_merge = store.spawn_index_merge(INDEX_MERGE_QUIET);
         McpServer::new(registry, NotesApp::Shared(store))

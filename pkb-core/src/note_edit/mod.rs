@@ -174,17 +174,22 @@ impl LineEnds {
         if !self.crlf || !text.contains('\n') {
             return text.to_owned();
         }
-        let mut out = String::with_capacity(text.len() + 16);
-        let mut previous = '\0';
-        for c in text.chars() {
-            if c == '\n' && previous != '\r' {
-                out.push('\r');
-            }
-            out.push(c);
-            previous = c;
-        }
-        out
+        with_crlf(text)
     }
+}
+
+/// `text` with each lone `\n` made `\r\n`.
+pub(crate) fn with_crlf(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 32 + 16);
+    let mut previous = '\0';
+    for c in text.chars() {
+        if c == '\n' && previous != '\r' {
+            out.push('\r');
+        }
+        out.push(c);
+        previous = c;
+    }
+    out
 }
 
 /// `first` then `second`, with one line end between them where neither has one at the seam.

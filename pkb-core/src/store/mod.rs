@@ -682,6 +682,13 @@ impl Store {
         Ok(crate::meaning::fusion::fuse(words, meaning, limit))
     }
 
+    /// What tells this store's vector indexer that notes changed behind the handle's back (a
+    /// vault's files changed by other programs).
+    pub(crate) fn vectors_waker(&self) -> impl Fn() + Send + Sync + 'static {
+        let vectors = Arc::clone(&self.vectors);
+        move || vectors.wake()
+    }
+
     /// Starts keeping the notes' vectors now, rather than at the first search by meaning; for
     /// a store known to be searched so.
     pub fn keep_vectors(&self) {

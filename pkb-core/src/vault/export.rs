@@ -114,7 +114,7 @@ fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// The Markdown file of one note.
-fn note_text(note: &Note) -> Result<String, serde_norway::Error> {
+pub(super) fn note_text(note: &Note) -> Result<String, serde_norway::Error> {
     let mut text = front_matter::render(&ExportedFields {
         id: &note.id,
         title: &note.title,

@@ -92,9 +92,11 @@ pub enum ImportError {
 }
 
 /// A file read and checked, ready to save.
-struct Candidate {
-    draft: NoteDraft,
-    dates: NoteDates,
+pub(super) struct Candidate {
+    /// The note, by `write`'s rules, its id from the title or an export's `id`.
+    pub(super) draft: NoteDraft,
+    /// The dates its front matter brings.
+    pub(super) dates: NoteDates,
 }
 
 /// How an import treats what it finds.
@@ -354,7 +356,7 @@ impl SeenFiles {
 /// The bytes of the file at `path`, of at most [`MAX_FILE_BYTES`]. Whatever size the file
 /// system reports, at most [`OVER_THE_LIMIT`] bytes more are read: a file such as
 /// `/proc/self/pagemap` says it is empty and never ends.
-fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
+pub(super) fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
     let too_large =
         |size: String| format!("is larger than 1 MiB ({size}), more than a note can hold");
     let cannot_read = |error: std::io::Error| format!("cannot be read ({error})");
@@ -395,7 +397,7 @@ fn io_reason(error: &walkdir::Error) -> String {
 }
 
 /// Whether `path` is, or is in, a hidden file or folder below `root`.
-fn is_hidden_under(root: &Path, path: &Path) -> bool {
+pub(super) fn is_hidden_under(root: &Path, path: &Path) -> bool {
     path.strip_prefix(root).is_ok_and(|below| {
         below
             .components()
@@ -403,7 +405,7 @@ fn is_hidden_under(root: &Path, path: &Path) -> bool {
     })
 }
 
-fn is_note_file(path: &Path) -> bool {
+pub(super) fn is_note_file(path: &Path) -> bool {
     path.extension()
         .is_some_and(|ext| ext.eq_ignore_ascii_case(NOTE_EXTENSION))
 }
@@ -452,7 +454,7 @@ fn read_note(path: &Path, write_args: &'static [ArgSpec]) -> Result<Candidate, S
 }
 
 /// The note a Markdown text holds; `file_stem` is the title of last resort.
-fn note_from_text(
+pub(super) fn note_from_text(
     text: &str,
     file_stem: &str,
     write_args: &'static [ArgSpec],
@@ -543,7 +545,7 @@ fn checked_by_write(
 
 /// The first `# ` heading with text, outside code fences, and the text without it. A heading
 /// that opens the text takes the blank lines after it along.
-fn take_heading(text: &str) -> Option<(String, String)> {
+pub(super) fn take_heading(text: &str) -> Option<(String, String)> {
     let mut in_fence = false;
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
@@ -579,7 +581,7 @@ fn without_final_line_end(body: &str, crlf: bool) -> &str {
 }
 
 /// Whether the file's first line ends in `\r\n`: it was saved with Windows line ends.
-fn crlf_file(text: &str) -> bool {
+pub(super) fn crlf_file(text: &str) -> bool {
     text.find('\n')
         .is_some_and(|end| text[..end].ends_with('\r'))
 }

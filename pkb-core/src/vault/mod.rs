@@ -4,6 +4,7 @@
 //! with every id, title, tag, body and date unchanged.
 
 mod export;
+pub mod folder;
 mod front_matter;
 mod import;
 
