@@ -446,7 +446,10 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
     let mut _index_merge = None;
     let mut _idle_close = None;
     let mut _watch = None;
-    let template = if auth.is_some() {
+    // A vault is one person's notes: with --auth local its accounts and tokens are that
+    // person, signing in from several clients; tokens and oauth users each have their own.
+    let one_persons_vault = cli.auth == AuthMode::Local && cli.vault().is_some();
+    let template = if auth.is_some() && !one_persons_vault {
         if let Some(dir) = cli.vault() {
             return fail(&format!(
                 "--vault {} holds one person's notes: it works with --auth none (or local), not with --auth tokens or oauth, whose users each have their own notes",

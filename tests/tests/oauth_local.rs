@@ -835,3 +835,22 @@ async fn client_metadata_documents_are_fetched_with_limits() {
         "nothing fetched"
     );
 }
+
+#[tokio::test]
+async fn a_vault_under_local_auth_is_one_persons_notes() {
+    let vault = tempfile::tempdir().unwrap();
+    let server = LocalServer::start(&["--vault", vault.path().to_str().unwrap()]).await;
+    let client = FlowClient::register(&server, "Client").await;
+    let (alice, _) = client.tokens_for("alice", "notes:read notes:write").await;
+    let written = session(&server, &alice)
+        .await
+        .unwrap()
+        .call("write", json!({"title": "In the vault", "body": "on disk"}))
+        .await;
+    assert_eq!(written.result()["structuredContent"]["id"], "in-the-vault");
+    let file = std::fs::read_to_string(vault.path().join("in-the-vault.md")).unwrap();
+    assert!(file.contains("on disk"), "{file}");
+    // Refused without a token, as ever.
+    let refused = RawHttp::new(server.resource(), None).initialize().await;
+    assert_eq!(refused.status, 401);
+}
