@@ -53,7 +53,8 @@ pub struct Cli {
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
     /// Who may call over HTTP: `none` (loopback addresses only), `tokens` (made with
-    /// `pkb-server token create`) or `oauth` (access tokens of --oauth-issuer).
+    /// `pkb-server token create`), `oauth` (access tokens of --oauth-issuer) or `local`
+    /// (PKB's own OAuth authorization server, with `pkb-server account` accounts).
     #[arg(long, value_enum, value_name = "MODE", default_value_t = AuthMode::None, requires = "http")]
     pub auth: AuthMode,
     /// Serve HTTPS with this certificate chain (PEM); needs --tls-key.
@@ -86,6 +87,10 @@ pub struct Cli {
     /// The model the embeddings endpoint is asked for.
     #[arg(long, value_name = "NAME", global = true, requires = "embeddings_url")]
     pub embeddings_model: Option<String>,
+    /// With --auth local, fetch client metadata documents from private and loopback
+    /// addresses too (refused by default: a client_id URL must not reach into your network).
+    #[arg(long, requires = "http")]
+    pub allow_local_clients: bool,
     /// The OAuth authorization server whose access tokens are accepted (--auth oauth).
     #[arg(long, value_name = "URL")]
     pub oauth_issuer: Option<String>,
@@ -199,6 +204,9 @@ pub enum Command {
     /// Make, list or revoke the bearer tokens of --auth tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Make and look after the accounts of --auth local, and the clients they authorized.
+    #[command(subcommand)]
+    Account(AccountCommand),
     /// Look after the notes' history: every version of every note, which is kept until
     /// removed here.
     #[command(subcommand)]
@@ -243,6 +251,49 @@ pub enum TokenCommand {
     },
 }
 
+/// `pkb-server account ...`: accounts live in the data directory, passwords as argon2id
+/// hashes only.
+#[derive(Debug, Subcommand)]
+pub enum AccountCommand {
+    /// Make an account NAME; its password is asked for at the terminal (twice).
+    Create {
+        /// The account's name, which is also its user (a token of the same name has the same
+        /// notes): 1 to 64 letters, digits, `.`, `_` or `-`.
+        name: String,
+        /// Read the password from the first line of stdin instead of the terminal.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// List each account's name and date (never a password).
+    List,
+    /// Delete an account: its clients' tokens fail at once, also in running servers. Its
+    /// notes are kept.
+    Delete {
+        /// The account's name.
+        name: String,
+    },
+    /// Give an account a new password.
+    Password {
+        /// The account's name.
+        name: String,
+        /// Read the password from the first line of stdin instead of the terminal.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// List the clients an account authorized: client id, name, and when.
+    Clients {
+        /// The account's name.
+        name: String,
+    },
+    /// End every token an account gave a client, at once, also in running servers.
+    Revoke {
+        /// The account's name.
+        name: String,
+        /// The client's id, as `account clients` lists it.
+        client_id: String,
+    },
+}
+
 /// How HTTP requests are authorized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AuthMode {
@@ -252,6 +303,95 @@ pub enum AuthMode {
     Tokens,
     /// OAuth 2.1 access tokens (JWT) from --oauth-issuer.
     Oauth,
+    /// PKB's own OAuth 2.1 authorization server (accounts of `pkb-server account create`),
+    /// and the tokens of `pkb-server token create`.
+    Local,
+}
+
+/// `pkb-server account ...`.
+pub fn account(command: &AccountCommand, data_dir: PathBuf) -> ExitCode {
+    use pkb_core::auth::local::{AccountFile, GrantFile};
+    let accounts = AccountFile::new(&data_dir);
+    let result = match command {
+        AccountCommand::Create {
+            name,
+            password_stdin,
+        } => new_password(*password_stdin)
+            .and_then(|password| accounts.create(name, &password).map_err(|e| e.to_string()))
+            .map(|()| format!("made account `{name}`\n")),
+        AccountCommand::List => accounts
+            .list()
+            .map(|list| {
+                list.into_iter()
+                    .map(|a| format!("{}\t{}\n", a.name, a.created_at))
+                    .collect()
+            })
+            .map_err(|e| e.to_string()),
+        AccountCommand::Delete { name } => accounts
+            .delete(name)
+            .map(|()| format!("deleted account `{name}`; its clients' tokens no longer work\n"))
+            .map_err(|e| e.to_string()),
+        AccountCommand::Password {
+            name,
+            password_stdin,
+        } => new_password(*password_stdin)
+            .and_then(|password| {
+                accounts
+                    .set_password(name, &password)
+                    .map_err(|e| e.to_string())
+            })
+            .map(|()| format!("changed the password of `{name}`\n")),
+        AccountCommand::Clients { name } => GrantFile::new(&data_dir)
+            .clients_of(name)
+            .map(|clients| {
+                clients
+                    .into_iter()
+                    .map(|c| format!("{}\t{}\t{}\n", c.client_id, c.client_name, c.authorized_at))
+                    .collect()
+            })
+            .map_err(|e| e.to_string()),
+        AccountCommand::Revoke { name, client_id } => GrantFile::new(&data_dir)
+            .revoke_client(name, client_id)
+            .map(|()| format!("revoked `{client_id}` of `{name}`; its tokens no longer work\n"))
+            .map_err(|e| e.to_string()),
+    };
+    match result {
+        // Lists go to stdout, for scripts; what a change did to stderr.
+        Ok(out)
+            if matches!(
+                command,
+                AccountCommand::List | AccountCommand::Clients { .. }
+            ) =>
+        {
+            print_out(&out)
+        }
+        Ok(done) => {
+            eprint!("{done}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => error_out(&error),
+    }
+}
+
+/// A new password: the first line of stdin, or asked twice at the terminal.
+fn new_password(from_stdin: bool) -> Result<String, String> {
+    if from_stdin {
+        let mut line = String::new();
+        std::io::stdin()
+            .read_line(&mut line)
+            .map_err(|e| format!("cannot read the password from stdin: {e}"))?;
+        return Ok(line.trim_end_matches(['\n', '\r']).to_owned());
+    }
+    let password =
+        rpassword::prompt_password("Password (12 characters or more): ").map_err(|e| {
+            format!("cannot read the password from the terminal ({e}); pass --password-stdin")
+        })?;
+    let again = rpassword::prompt_password("The same password again: ")
+        .map_err(|e| format!("cannot read the password from the terminal: {e}"))?;
+    if password != again {
+        return Err("the two passwords differ; nothing changed".into());
+    }
+    Ok(password)
 }
 
 /// `pkb-server token ...`.

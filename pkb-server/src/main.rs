@@ -1,5 +1,5 @@
 //! `pkb-server`: the PKB MCP server over stdio or Streamable HTTP, plus terminal commands
-//! (`tools`, `call`, `check`, `reindex`, `import`, `export`, `token`). It only parses flags, opens the store,
+//! (`tools`, `call`, `check`, `reindex`, `import`, `export`, `token`, `account`). It only parses flags, opens the store,
 //! collects what `pkb-core` declares and starts the transport; everything else lives in
 //! `pkb-core`.
 
@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use pkb_core::auth::local::{LocalAuthority, LocalSettings};
 use pkb_core::auth::{Authenticator, JwtVerifier, OAuthSettings, OAuthStartError, TokenVerifier};
 use pkb_core::framework::changes::ChangeHub;
 use pkb_core::framework::input_rounds::{MIN_STATE_KEY_BYTES, RoundStates};
@@ -137,6 +138,12 @@ async fn run(cli: Cli) -> ExitCode {
             Err(message) => fail(&message),
         };
     }
+    if let Some(Command::Account(command)) = &cli.command {
+        return match data_dir(&cli) {
+            Ok(dir) => cli::account(command, dir),
+            Err(message) => fail(&message),
+        };
+    }
     if cli.http.is_some() && cli.command.is_none() {
         return serve_http(cli, registry).await;
     }
@@ -180,7 +187,9 @@ async fn run(cli: Cli) -> ExitCode {
             cli::prune_history(&store, older_than).await
         }
         Some(Command::Purge { id }) => cli::purge(&store, &id).await,
-        Some(Command::Tools | Command::Token(_)) => unreachable!("handled above"),
+        Some(Command::Tools | Command::Token(_) | Command::Account(_)) => {
+            unreachable!("handled above")
+        }
         None => {
             let round_states = match round_states(&cli) {
                 Ok(states) => states,
@@ -393,6 +402,9 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
     if cli.auth != AuthMode::Oauth && cli.oauth_issuer.is_some() {
         return fail("--oauth-issuer needs --auth oauth");
     }
+    if cli.auth != AuthMode::Local && cli.allow_local_clients {
+        return fail("--allow-local-clients needs --auth local");
+    }
     let auth = match cli.auth {
         AuthMode::None => None,
         AuthMode::Tokens => {
@@ -403,6 +415,20 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
             match TokenVerifier::open(&dir, NOTES_SCOPES) {
                 Ok(tokens) => Some(Authenticator::Tokens(tokens)),
                 Err(error) => return fail(&error.to_string()),
+            }
+        }
+        AuthMode::Local => {
+            let settings = LocalSettings {
+                data_dir: match data_dir(&cli) {
+                    Ok(dir) => dir,
+                    Err(message) => return fail(&message),
+                },
+                scopes: NOTES_SCOPES,
+                allow_local_clients: cli.allow_local_clients,
+            };
+            match LocalAuthority::open(settings) {
+                Ok(authority) => Some(Authenticator::Local(authority)),
+                Err(message) => return fail(&message),
             }
         }
         AuthMode::Oauth => {
@@ -431,7 +457,10 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
     let mut _index_merge = None;
     let mut _idle_close = None;
     let mut _watch = None;
-    let template = if auth.is_some() {
+    // A vault is one person's notes: with --auth local its accounts and tokens are that
+    // person, signing in from several clients; tokens and oauth users each have their own.
+    let one_persons_vault = cli.auth == AuthMode::Local && cli.vault().is_some();
+    let template = if auth.is_some() && !one_persons_vault {
         if let Some(dir) = cli.vault() {
             return fail(&format!(
                 "--vault {} holds one person's notes: it works with --auth none (or local), not with --auth tokens or oauth, whose users each have their own notes",
@@ -450,7 +479,7 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
             }
         } else if cli.db().is_some() {
             return fail(
-                "with --auth tokens or oauth each user's notes live under --data-dir, or in a PostgreSQL --db; a file --db (or PKB_DB) holds a single store",
+                "with --auth tokens, oauth or local each user's notes live under --data-dir, or in a PostgreSQL --db; a file --db (or PKB_DB) holds a single store",
             );
         } else {
             match data_dir(&cli) {

@@ -1,14 +1,18 @@
 //! Who a request acts for, and what it may do: the user and scopes behind a bearer token.
 //!
-//! Two ways to tell: [`TokenFile`], tokens made at a terminal and kept as hashes in the data
-//! directory, and [`JwtVerifier`], an OAuth 2.1 resource server checking signed access tokens
-//! against its issuer's keys. Either gives a [`Principal`](crate::framework::access::Principal);
+//! Three ways to tell: [`TokenFile`], tokens made at a terminal and kept as hashes in the data
+//! directory; [`JwtVerifier`], an OAuth 2.1 resource server checking signed access tokens
+//! against its issuer's keys; and [`local`], PKB as its own authorization server. Either gives a [`Principal`](crate::framework::access::Principal);
 //! the HTTP transport, through [`BearerAuth`], puts it in the request's extensions, and the
 //! server picks that user's state from it. The scope names are the application's
 //! ([`ScopeNames`]).
 
+mod data_file;
+pub mod local;
 mod oauth;
 mod tokens;
+
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
@@ -24,6 +28,8 @@ pub enum Authenticator {
     Tokens(TokenVerifier),
     /// OAuth 2.1 access tokens (JWT) from an authorization server.
     OAuth(JwtVerifier),
+    /// PKB's own authorization server's access tokens, and the tokens of a [`TokenFile`].
+    Local(Arc<local::LocalAuthority>),
 }
 
 impl BearerAuth for Authenticator {
@@ -32,6 +38,7 @@ impl BearerAuth for Authenticator {
             match self {
                 Authenticator::Tokens(tokens) => tokens.verify(token),
                 Authenticator::OAuth(jwt) => jwt.verify(token).await,
+                Authenticator::Local(authority) => authority.authenticate(token).await,
             }
         })
     }
@@ -40,6 +47,7 @@ impl BearerAuth for Authenticator {
         match self {
             Authenticator::Tokens(tokens) => tokens.scope_names(),
             Authenticator::OAuth(jwt) => &jwt.settings().scopes,
+            Authenticator::Local(authority) => authority.scope_names(),
         }
     }
 
@@ -50,6 +58,14 @@ impl BearerAuth for Authenticator {
                 jwt.default_audience(resource);
                 Some(jwt.settings().issuer.clone())
             }
+            Authenticator::Local(authority) => Some(authority.bind(resource)),
+        }
+    }
+
+    fn routes(&self) -> Option<axum::Router> {
+        match self {
+            Authenticator::Local(authority) => Some(authority.routes()),
+            _ => None,
         }
     }
 }

@@ -85,6 +85,7 @@ pub enum OAuthStartError {
 /// Checks access tokens against the issuer's keys.
 pub struct JwtVerifier {
     settings: OAuthSettings,
+    subjects: SubjectUsers,
     audience: OnceLock<String>,
     keys: Arc<IssuerKeys>,
     /// When an unknown `kid` last made the set be fetched again; the fetch at start does
@@ -98,8 +99,9 @@ pub struct JwtVerifier {
 /// task that fetches it again once it is no longer fresh, so that a key the issuer withdrew
 /// (a leaked one) stops being trusted within minutes, not at the next restart.
 struct IssuerKeys {
-    url: String,
-    client: reqwest::Client,
+    /// Where the set is fetched from; `None` for a set the server holds itself (its own
+    /// authorization server's), which never changes while it runs.
+    source: Option<KeySource>,
     set: RwLock<Arc<JwkSet>>,
     /// When the set stops being fresh: its `max-age` (within bounds) after it was fetched.
     stale_at: Mutex<Instant>,
@@ -107,13 +109,44 @@ struct IssuerKeys {
     refreshing: AtomicBool,
     /// Tokens verified with the set, `(principal, until)` by the token's hash; forgotten with
     /// each new set.
-    verified: Mutex<HashMap<[u8; 32], (Principal, u64)>>,
+    verified: Mutex<HashMap<[u8; 32], (Verified, u64)>>,
+}
+
+/// Where an issuer's key set is fetched from.
+struct KeySource {
+    url: String,
+    client: reqwest::Client,
+}
+
+/// Which user a token's subject is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SubjectUsers {
+    /// The pair (`iss`, `sub`): another issuer's subjects are its own users.
+    OfTheIssuer,
+    /// The account `sub` names, which is the same user as the token of that name: the
+    /// server's own authorization server's tokens.
+    Accounts,
+}
+
+/// What a verified token says beyond its principal.
+#[derive(Debug, Clone)]
+pub(crate) struct Verified {
+    /// Whose data, and what the token allows.
+    pub principal: Principal,
+    /// The `sub` claim.
+    pub subject: String,
+    /// The `grant` claim that PKB's own authorization server writes: the grant (the family
+    /// of tokens of one approval) the token belongs to.
+    pub grant: Option<String>,
 }
 
 impl IssuerKeys {
     /// Fetches the set and takes it in place of the one held.
     async fn fetch(&self) -> Result<usize, String> {
-        let (set, fresh_for) = fetch_keys(&self.client, &self.url).await?;
+        let Some(source) = &self.source else {
+            return Ok(crate::locks::read(&self.set).keys.len());
+        };
+        let (set, fresh_for) = fetch_keys(&source.client, &source.url).await?;
         let count = set.keys.len();
         *crate::locks::write(&self.set) = Arc::new(set);
         *lock(&self.stale_at) = Instant::now() + fresh_for;
@@ -125,7 +158,10 @@ impl IssuerKeys {
     /// Starts a fetch in the background when the set is no longer fresh and none is under way;
     /// the requests meanwhile are checked against the set held.
     fn refresh_if_stale(self: &Arc<Self>) {
-        if Instant::now() < *lock(&self.stale_at) || self.refreshing.swap(true, Ordering::SeqCst) {
+        if self.source.is_none()
+            || Instant::now() < *lock(&self.stale_at)
+            || self.refreshing.swap(true, Ordering::SeqCst)
+        {
             return;
         }
         let keys = Arc::clone(self);
@@ -163,6 +199,8 @@ struct Claims {
     scope: Option<ScopeClaim>,
     #[serde(default)]
     scp: Option<ScopeClaim>,
+    #[serde(default)]
+    grant: Option<String>,
 }
 
 /// RFC 7519's NumericDate: seconds since the epoch as a JSON number, which may have a
@@ -209,16 +247,42 @@ impl JwtVerifier {
             .await
             .map_err(OAuthStartError::Keys)?;
         tracing::info!(jwks_url, keys = set.keys.len(), "fetched the issuer's keys");
+        let source = KeySource {
+            url: jwks_url,
+            client,
+        };
+        Ok(Self::with_keys(
+            settings,
+            Some(source),
+            set,
+            fresh_for,
+            SubjectUsers::OfTheIssuer,
+        ))
+    }
+
+    /// Checks the tokens of the server's own authorization server: signed with a key of
+    /// `set`, which it holds, their subjects its accounts.
+    pub(crate) fn own(settings: OAuthSettings, set: JwkSet) -> Self {
+        Self::with_keys(settings, None, set, KEYS_FRESH_FOR, SubjectUsers::Accounts)
+    }
+
+    fn with_keys(
+        settings: OAuthSettings,
+        source: Option<KeySource>,
+        set: JwkSet,
+        fresh_for: Duration,
+        subjects: SubjectUsers,
+    ) -> Self {
         let audience = OnceLock::new();
         if let Some(explicit) = &settings.audience {
             let _ = audience.set(explicit.clone());
         }
-        Ok(Self {
+        Self {
             settings,
+            subjects,
             audience,
             keys: Arc::new(IssuerKeys {
-                url: jwks_url,
-                client,
+                source,
                 set: RwLock::new(Arc::new(set)),
                 stale_at: Mutex::new(Instant::now() + fresh_for),
                 refreshing: AtomicBool::new(false),
@@ -226,7 +290,7 @@ impl JwtVerifier {
             }),
             last_refetch: Mutex::new(None),
             refetching: tokio::sync::Mutex::new(()),
-        })
+        }
     }
 
     /// The settings it checks against.
@@ -241,13 +305,20 @@ impl JwtVerifier {
 
     /// The principal of a valid access token; `None` for any other.
     pub async fn verify(&self, token: &str) -> Option<Principal> {
+        self.verify_claims(token)
+            .await
+            .map(|verified| verified.principal)
+    }
+
+    /// What a valid access token says; `None` for any other token.
+    pub(crate) async fn verify_claims(&self, token: &str) -> Option<Verified> {
         self.keys.refresh_if_stale();
         let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = unix_now();
-        if let Some((principal, until)) = lock(&self.keys.verified).get(&hash)
+        if let Some((verified, until)) = lock(&self.keys.verified).get(&hash)
             && *until > now
         {
-            return Some(principal.clone());
+            return Some(verified.clone());
         }
         let header = jsonwebtoken::decode_header(token).ok()?;
         if !ACCEPTED.contains(&header.alg)
@@ -262,7 +333,7 @@ impl JwtVerifier {
                 self.find_key(header.kid.as_deref(), header.alg)?
             }
         };
-        let (principal, exp) = self.check(token, header.alg, &jwk)?;
+        let (checked, exp) = self.check(token, header.alg, &jwk)?;
         let until = exp
             .saturating_add(LEEWAY.as_secs())
             .min(now.saturating_add(VERIFIED_FOR.as_secs()));
@@ -273,11 +344,11 @@ impl JwtVerifier {
                 verified.clear();
             }
         }
-        verified.insert(hash, (principal.clone(), until));
-        Some(principal)
+        verified.insert(hash, (checked.clone(), until));
+        Some(checked)
     }
 
-    fn check(&self, token: &str, alg: Algorithm, jwk: &Jwk) -> Option<(Principal, u64)> {
+    fn check(&self, token: &str, alg: Algorithm, jwk: &Jwk) -> Option<(Verified, u64)> {
         let audience = self.audience.get()?;
         let key = DecodingKey::from_jwk(jwk).ok()?;
         let mut validation = Validation::new(alg);
@@ -300,13 +371,18 @@ impl JwtVerifier {
             .or(claims.scp.as_ref())
             .map(|claim| self.settings.scopes.scopes_of(claim.names()))
             .unwrap_or_default();
-        let principal = Principal {
-            user: User::oauth_user(&claims.iss, &subject),
-            scopes,
+        let user = match self.subjects {
+            SubjectUsers::OfTheIssuer => User::oauth_user(&claims.iss, &subject),
+            SubjectUsers::Accounts => User::token_user(&subject),
+        };
+        let verified = Verified {
+            principal: Principal { user, scopes },
+            subject,
+            grant: claims.grant,
         };
         // Whole seconds for the cache of verified tokens; `as` saturates.
         let NumericDate(exp) = claims.exp;
-        Some((principal, exp.floor() as u64))
+        Some((verified, exp.floor() as u64))
     }
 
     /// The key a token names: by `kid`, or the one key of the algorithm's type when the
@@ -326,6 +402,9 @@ impl JwtVerifier {
 
     /// Fetches the key set again, unless that was done less than [`REFETCH_INTERVAL`] ago.
     async fn refetch(&self) {
+        if self.keys.source.is_none() {
+            return;
+        }
         let _one_at_a_time = self.refetching.lock().await;
         {
             let mut last = lock(&self.last_refetch);

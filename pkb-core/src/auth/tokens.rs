@@ -3,31 +3,24 @@
 //!
 //! A token is 256 random bits, so a plain hash is enough to keep it: there is nothing to
 //! guess by brute force that a slow hash would protect. Comparisons are constant-time, and
-//! revocation reaches running servers within [`RELOAD_INTERVAL`], and a token made while a
+//! revocation reaches running servers within a quarter second, and a token made while a
 //! server runs works at once (a token it does not know makes it look at the file again).
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use super::data_file::{self, Watched, hex_sha256, random_secret, valid_user_name};
 use crate::framework::access::{Principal, ScopeNames, Scopes};
 use crate::identity::User;
 use crate::locks::lock;
 
 /// The file, in the data directory, that holds the tokens' hashes.
 pub const TOKENS_FILE: &str = "tokens.json";
-
-/// How often a running server looks whether the tokens file changed. Well under the 1 s
-/// within which a revoked token must fail.
-pub const RELOAD_INTERVAL: Duration = Duration::from_millis(250);
 
 /// What the tokens prefix says: the text before the random part, so a leaked token is easy
 /// to recognise in a secret scanner.
@@ -114,12 +107,11 @@ impl TokenFile {
         if document.tokens.iter().any(|t| t.name == name) {
             return Err(TokenError::Exists(name.to_owned()));
         }
-        let mut secret = [0u8; 32];
-        getrandom::fill(&mut secret).map_err(|error| TokenError::Io {
+        let secret = random_secret(32).map_err(|source| TokenError::Io {
             path: self.path(),
-            source: std::io::Error::other(format!("no randomness from the system: {error}")),
+            source,
         })?;
-        let token = format!("{TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(secret));
+        let token = format!("{TOKEN_PREFIX}{secret}");
         let scopes = if read_only {
             Scopes::READ_ONLY
         } else {
@@ -157,84 +149,38 @@ impl TokenFile {
     /// Serialises the token commands of several terminals: each reads, changes and replaces
     /// the file under this lock, so none loses another's change.
     fn lock(&self) -> Result<File, TokenError> {
-        let path = self.dir.join("tokens.lock");
-        let io = |source| TokenError::Io {
-            path: path.clone(),
+        data_file::lock(&self.dir, "tokens.lock").map_err(|source| TokenError::Io {
+            path: self.dir.join("tokens.lock"),
             source,
-        };
-        std::fs::create_dir_all(&self.dir).map_err(io)?;
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io)?;
-        file.lock().map_err(io)?;
-        Ok(file)
+        })
     }
 
-    /// Replaces the file atomically (a new file renamed over it), readable by its owner only.
+    /// Replaces the file atomically, readable by its owner only.
     fn write_document(&self, document: &TokensDocument) -> Result<(), TokenError> {
-        let path = self.path();
-        let temporary = self.dir.join(format!("{TOKENS_FILE}.new"));
         let io = |source| TokenError::Io {
-            path: path.clone(),
+            path: self.path(),
             source,
         };
         let mut text = serde_json::to_string_pretty(document)
             .map_err(std::io::Error::other)
             .map_err(io)?;
         text.push('\n');
-        let mut options = OpenOptions::new();
-        options.create(true).truncate(true).write(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let mut file = options.open(&temporary).map_err(io)?;
-        #[cfg(unix)]
-        {
-            // `mode` applies only to a file it creates; one left by a crash keeps its own.
-            use std::os::unix::fs::PermissionsExt;
-            file.set_permissions(std::fs::Permissions::from_mode(0o600))
-                .map_err(io)?;
-        }
-        file.write_all(text.as_bytes()).map_err(io)?;
-        file.sync_all().map_err(io)?;
-        std::fs::rename(&temporary, &path).map_err(io)?;
-        if let Ok(dir) = File::open(&self.dir) {
-            // The rename is durable once the folder is: a crash must not bring a revoked
-            // token back.
-            let _ = dir.sync_all();
-        }
-        Ok(())
+        data_file::replace(&self.dir, TOKENS_FILE, &text).map_err(io)
     }
 }
 
 fn check_name(name: &str) -> Result<(), TokenError> {
-    let valid = (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if valid {
+    if valid_user_name(name) {
         Ok(())
     } else {
         Err(TokenError::InvalidName(name.to_owned()))
     }
 }
 
-fn hex_sha256(token: &str) -> String {
-    Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 fn read_document(path: &Path) -> Result<TokensDocument, TokenError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+    let text = match data_file::read_if_exists(path) {
+        Ok(Some(text)) => text,
+        Ok(None) => {
             return Ok(TokensDocument {
                 version: 1,
                 tokens: Vec::new(),
@@ -263,48 +209,22 @@ fn read_document(path: &Path) -> Result<TokensDocument, TokenError> {
 
 /// A running server's view of the tokens file: reloaded when the file changes.
 pub struct TokenVerifier {
-    path: PathBuf,
     scopes: ScopeNames,
-    state: Mutex<Loaded>,
+    state: Mutex<Watched<Loaded>>,
 }
 
-struct Loaded {
-    /// (hash, name, scopes) of every token.
-    tokens: Vec<([u8; 32], String, Scopes)>,
-    /// What the file looked like when read, to tell when it changed.
-    signature: Option<FileSignature>,
-    checked: Instant,
-}
-
-/// Enough of a file's metadata to see that it was replaced or rewritten.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct FileSignature {
-    len: u64,
-    modified: Option<std::time::SystemTime>,
-    #[cfg(unix)]
-    inode: u64,
-}
-
-fn signature_of(path: &Path) -> Option<FileSignature> {
-    let metadata = std::fs::metadata(path).ok()?;
-    Some(FileSignature {
-        len: metadata.len(),
-        modified: metadata.modified().ok(),
-        #[cfg(unix)]
-        inode: std::os::unix::fs::MetadataExt::ino(&metadata),
-    })
-}
+/// (hash, name, scopes) of every token.
+type Loaded = Vec<([u8; 32], String, Scopes)>;
 
 impl TokenVerifier {
     /// Reads the tokens of the data directory `dir`, whose scope names are `scopes`. A
     /// missing file is no tokens yet.
     pub fn open(dir: &Path, scopes: ScopeNames) -> Result<Self, TokenError> {
-        let path = dir.join(TOKENS_FILE);
-        let loaded = load(&path, &scopes)?;
+        let names = scopes.clone();
+        let state = Watched::open(dir.join(TOKENS_FILE), |path| load(path, &names))?;
         Ok(Self {
-            path,
             scopes,
-            state: Mutex::new(loaded),
+            state: Mutex::new(state),
         })
     }
 
@@ -319,44 +239,23 @@ impl TokenVerifier {
     pub fn verify(&self, token: &str) -> Option<Principal> {
         let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let mut state = lock(&self.state);
-        if state.checked.elapsed() >= RELOAD_INTERVAL {
-            self.reload(&mut state);
-        }
-        let found = match find(&state, &hash) {
+        let load = |path: &Path| load(path, &self.scopes);
+        let found = match find(state.current(false, load, Vec::new), &hash) {
             Some(found) => Some(found),
-            None => {
-                self.reload(&mut state);
-                find(&state, &hash)
-            }
+            None => find(state.current(true, load, Vec::new), &hash),
         };
         found.map(|(name, scopes)| Principal {
             user: User::token_user(&name),
             scopes,
         })
     }
-
-    fn reload(&self, state: &mut Loaded) {
-        state.checked = Instant::now();
-        if signature_of(&self.path) == state.signature {
-            return;
-        }
-        match load(&self.path, &self.scopes) {
-            Ok(loaded) => *state = loaded,
-            Err(error) => {
-                // Refuse every token rather than keep serving ones that may be revoked.
-                tracing::error!(%error, "cannot read the tokens file; refusing every token until it can be read");
-                state.tokens.clear();
-                state.signature = None;
-            }
-        }
-    }
 }
 
 /// The name and scopes of the token whose hash is `hash`. Every entry is compared, in constant
 /// time, so the time taken tells nothing of which token, or how much of one, matched.
-fn find(state: &Loaded, hash: &[u8; 32]) -> Option<(String, Scopes)> {
+fn find(tokens: &Loaded, hash: &[u8; 32]) -> Option<(String, Scopes)> {
     let mut found = None;
-    for (known, name, scopes) in &state.tokens {
+    for (known, name, scopes) in tokens {
         if bool::from(known.ct_eq(hash)) {
             found = Some((name.clone(), *scopes));
         }
@@ -365,7 +264,6 @@ fn find(state: &Loaded, hash: &[u8; 32]) -> Option<(String, Scopes)> {
 }
 
 fn load(path: &Path, names: &ScopeNames) -> Result<Loaded, TokenError> {
-    let signature = signature_of(path);
     let document = read_document(path)?;
     let mut tokens = Vec::with_capacity(document.tokens.len());
     for info in document.tokens {
@@ -376,11 +274,7 @@ fn load(path: &Path, names: &ScopeNames) -> Result<Loaded, TokenError> {
         let scopes = names.scopes_of(info.scope.split_whitespace());
         tokens.push((hash, info.name, scopes));
     }
-    Ok(Loaded {
-        tokens,
-        signature,
-        checked: Instant::now(),
-    })
+    Ok(tokens)
 }
 
 fn decode_hex(text: &str) -> Option<[u8; 32]> {
@@ -396,7 +290,10 @@ fn decode_hex(text: &str) -> Option<[u8; 32]> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::auth::data_file::RELOAD_INTERVAL;
 
     const SCOPES: ScopeNames = ScopeNames::new("notes:read", "notes:write");
 

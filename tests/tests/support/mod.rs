@@ -3,6 +3,7 @@
 
 #![allow(dead_code, deprecated)] // each test file uses part of this; sampling is deprecated only for 2026-07-28
 
+pub mod local_oauth;
 mod workspace_build;
 
 use std::path::PathBuf;
@@ -832,6 +833,26 @@ pub async fn answers_unreadable_messages_as_on_stdio(raw: &mut RawHttp) {
     assert_eq!(answer.message.as_ref().unwrap()["id"], 40, "{answer:?}");
     let fetched = raw.call("fetch", serde_json::json!({"id": "todo"})).await;
     assert_eq!(fetched.result()["structuredContent"]["note"]["id"], "todo");
+}
+
+/// Waits until a request to `url` with `token` is refused with 401, asserting that this
+/// happens within `limit` (a revocation reaching a running server); the refusal.
+pub async fn refused_within(url: &str, token: &str, limit: std::time::Duration) -> RawAnswer {
+    let start = std::time::Instant::now();
+    loop {
+        let answer = RawHttp::new(url, Some(token))
+            .request("tools/list", serde_json::json!({}))
+            .await;
+        if answer.status == 401 {
+            return answer;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "still served {:?} later: {answer:?}",
+            start.elapsed()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 /// Runs `pkb-server ARGS` to the end; (status, stdout, stderr).

@@ -24,4 +24,11 @@ pub trait BearerAuth: Send + Sync + 'static {
         let _ = resource;
         None
     }
+
+    /// Endpoints and pages of its own to serve beside `/mcp` (an authorization server's),
+    /// asked once the server is bound, after [`BearerAuth::authorization_server`]. They pass
+    /// the same Host and Origin checks as `/mcp`. `None`, the default, serves none.
+    fn routes(&self) -> Option<axum::Router> {
+        None
+    }
 }

@@ -236,6 +236,9 @@ impl HttpServer {
                 .route(RESOURCE_METADATA_PATH, get(answer.clone()))
                 .route("/.well-known/oauth-protected-resource", get(answer));
         }
+        if let Some(routes) = settings.auth.as_ref().and_then(|auth| auth.routes()) {
+            router = router.merge(routes);
+        }
         let router = router.layer(axum::middleware::from_fn_with_state(
             policy,
             origin::check_origin,

@@ -1,0 +1,522 @@
+//! The authorization endpoint and the person's two steps: sign in, then approve. The request
+//! is checked before anything is shown: a client or redirect URI that cannot be trusted is
+//! shown on PKB's own error page (never redirected to); any other fault goes back to the
+//! client's redirect URI as RFC 6749 says. PKCE with S256 is required.
+//!
+//! A request waits in memory for the person, under an id that the forms carry with a CSRF
+//! token of their own and a secret in a cookie of the browser that started it: a form posted
+//! from another page, or another browser, is refused. The code an approval gives is single
+//! use, lives [`CODE_LIFETIME`], and is bound to the client, the redirect URI and the
+//! challenge.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use http::header::{COOKIE, LOCATION, SET_COOKIE};
+use http::{HeaderMap, HeaderValue, StatusCode, Uri};
+use subtle::ConstantTimeEq;
+
+use super::pages::{self, ConsentView};
+use super::registration::MAX_CLIENT_NAME_CHARS;
+use super::{LocalAuthority, client_metadata, parameters, redirect_uri};
+use crate::auth::data_file::{hex_sha256, random_secret, valid_user_name};
+use crate::locks::lock;
+
+/// How long a code may wait to be redeemed.
+pub const CODE_LIFETIME: Duration = Duration::from_secs(60);
+
+/// How long a person has to sign in and approve.
+pub const REQUEST_LIFETIME: Duration = Duration::from_secs(10 * 60);
+
+/// The most requests waiting at once.
+const MAX_WAITING: usize = 10_000;
+
+/// How long a redeemed code is remembered, so that its second use ends what it gave.
+const REDEEMED_REMEMBERED: Duration = Duration::from_secs(10 * 60);
+
+const BROWSER_COOKIE: &str = "pkb_oauth_browser";
+
+/// The client of a request, as checked.
+#[derive(Debug, Clone)]
+pub struct CheckedClient {
+    /// Its id.
+    pub client_id: String,
+    /// Its name as the pages show it.
+    pub client_name: String,
+    /// The redirect URI the request uses.
+    pub redirect_uri: String,
+    /// Whether the request named it (the token request must then name it too).
+    pub redirect_uri_given: bool,
+}
+
+/// A request waiting for the person.
+struct Waiting {
+    client: CheckedClient,
+    state: Option<String>,
+    challenge: String,
+    scope: String,
+    write: bool,
+    csrf: String,
+    browser: String,
+    account: Option<String>,
+    expires: Instant,
+}
+
+/// A code an approval gave.
+pub struct IssuedCode {
+    /// The client it was issued to.
+    pub client_id: String,
+    /// That client's name, kept with the grant.
+    pub client_name: String,
+    /// Where it was sent.
+    pub redirect_uri: String,
+    /// Whether the authorization request named `redirect_uri`.
+    pub redirect_uri_given: bool,
+    /// The PKCE challenge (S256).
+    pub challenge: String,
+    /// The account that approved.
+    pub account: String,
+    /// The scope approved, space-separated.
+    pub scope: String,
+    expires: Instant,
+    /// Once redeemed: the grant it opened, if any.
+    redeemed: Option<Option<String>>,
+}
+
+/// What became of a code presented at the token endpoint.
+pub enum Redemption {
+    /// Good to redeem: it is now spent.
+    Fresh(IssuedCode),
+    /// Spent already: the grant it opened, to be ended.
+    Spent(Option<String>),
+    /// Unknown or expired.
+    Unknown,
+}
+
+/// The requests waiting and the codes issued, of this process.
+#[derive(Default)]
+pub struct Flows {
+    waiting: Mutex<HashMap<String, Waiting>>,
+    codes: Mutex<HashMap<String, IssuedCode>>,
+}
+
+impl Flows {
+    /// Takes the code `code` for redemption, spending it whatever follows.
+    pub fn redeem(&self, code: &str) -> Redemption {
+        let now = Instant::now();
+        let mut codes = lock(&self.codes);
+        codes.retain(|_, c| now < c.expires + REDEEMED_REMEMBERED);
+        let Some(issued) = codes.get_mut(&hex_sha256(code)) else {
+            return Redemption::Unknown;
+        };
+        if let Some(grant) = &issued.redeemed {
+            return Redemption::Spent(grant.clone());
+        }
+        issued.redeemed = Some(None);
+        if now >= issued.expires {
+            return Redemption::Unknown;
+        }
+        Redemption::Fresh(IssuedCode {
+            client_id: issued.client_id.clone(),
+            client_name: issued.client_name.clone(),
+            redirect_uri: issued.redirect_uri.clone(),
+            redirect_uri_given: issued.redirect_uri_given,
+            challenge: issued.challenge.clone(),
+            account: issued.account.clone(),
+            scope: issued.scope.clone(),
+            expires: issued.expires,
+            redeemed: None,
+        })
+    }
+
+    /// Records the grant that redeeming `code` opened.
+    pub fn opened(&self, code: &str, grant: &str) {
+        if let Some(issued) = lock(&self.codes).get_mut(&hex_sha256(code)) {
+            issued.redeemed = Some(Some(grant.to_owned()));
+        }
+    }
+}
+
+/// `GET /oauth/authorize`.
+pub async fn start(
+    State(authority): State<Arc<LocalAuthority>>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let query = uri.query().unwrap_or_default();
+    let parameters = match parameters(query.as_bytes()) {
+        Ok(parameters) => parameters,
+        Err(why) => return pages::error_page(StatusCode::BAD_REQUEST, &why),
+    };
+    let client = match check_client(&authority, &parameters).await {
+        Ok(client) => client,
+        Err(why) => return pages::error_page(StatusCode::BAD_REQUEST, &why),
+    };
+    let state = parameters.get("state").cloned();
+    let back = |error: &str, description: &str| {
+        redirect(
+            &authority,
+            &client.redirect_uri,
+            &[("error", error), ("error_description", description)],
+            state.as_deref(),
+        )
+    };
+    if parameters.get("response_type").map(String::as_str) != Some("code") {
+        return back(
+            "unsupported_response_type",
+            "only response_type=code is supported",
+        );
+    }
+    let Some(challenge) = parameters.get("code_challenge") else {
+        return back(
+            "invalid_request",
+            "PKCE is required: send code_challenge with code_challenge_method=S256",
+        );
+    };
+    if parameters.get("code_challenge_method").map(String::as_str) != Some("S256") {
+        return back("invalid_request", "code_challenge_method must be S256");
+    }
+    if challenge.len() != 43 || !challenge.bytes().all(is_base64url) {
+        return back(
+            "invalid_request",
+            "code_challenge is not a base64url SHA-256",
+        );
+    }
+    if let Some(resource) = parameters.get("resource")
+        && !authority
+            .bound()
+            .is_some_and(|b| names_resource(&b.resource, resource))
+    {
+        return back("invalid_target", "the resource is not this server's");
+    }
+    let scopes = authority.scope_names();
+    let (scope, write) = match parameters
+        .get("scope")
+        .map(|s| s.split_whitespace().collect::<Vec<_>>())
+    {
+        None => (scopes.names_of(crate::Scopes::ALL), true),
+        Some(names) if names.is_empty() => (scopes.names_of(crate::Scopes::ALL), true),
+        Some(names) if names.iter().all(|n| scopes.all().contains(n)) => {
+            let granted = scopes.scopes_of(names);
+            (
+                scopes.names_of(granted),
+                granted.allows(crate::Access::Write),
+            )
+        }
+        Some(_) => return back("invalid_scope", "unknown scope"),
+    };
+    let browser = cookie(&headers, BROWSER_COOKIE)
+        .filter(|value| value.len() == 43 && value.bytes().all(is_base64url))
+        .map(str::to_owned);
+    let (Ok(id), Ok(csrf), Ok(new_browser)) =
+        (random_secret(32), random_secret(32), random_secret(32))
+    else {
+        return pages::error_page(StatusCode::INTERNAL_SERVER_ERROR, "no randomness");
+    };
+    let set_cookie = browser.is_none();
+    let browser = browser.unwrap_or(new_browser);
+    let client_name = client.client_name.clone();
+    {
+        let now = Instant::now();
+        let mut waiting = lock(&authority.flows.waiting);
+        waiting.retain(|_, w| w.expires > now);
+        if waiting.len() >= MAX_WAITING {
+            return pages::error_page(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many sign-ins under way; try again in a few minutes",
+            );
+        }
+        waiting.insert(
+            id.clone(),
+            Waiting {
+                client,
+                state,
+                challenge: challenge.clone(),
+                scope,
+                write,
+                csrf: csrf.clone(),
+                browser: browser.clone(),
+                account: None,
+                expires: now + REQUEST_LIFETIME,
+            },
+        );
+    }
+    let mut response = pages::sign_in(&client_name, &id, &csrf, "", None);
+    if set_cookie {
+        let secure = authority
+            .bound()
+            .is_some_and(|b| b.issuer.starts_with("https://"));
+        let value = format!(
+            "{BROWSER_COOKIE}={browser}; Path=/oauth; HttpOnly; SameSite=Lax{}",
+            if secure { "; Secure" } else { "" }
+        );
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response.headers_mut().insert(SET_COOKIE, value);
+        }
+    }
+    response
+}
+
+/// `POST /oauth/sign-in`.
+pub async fn sign_in(
+    State(authority): State<Arc<LocalAuthority>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (form, id, waiting) = match step(&authority, &body, &headers, |_| true) {
+        Ok(step) => step,
+        Err(response) => return response,
+    };
+    let (client_name, csrf) = (waiting.client.client_name, waiting.csrf);
+    let account = form
+        .get("account")
+        .map(|a| a.trim().to_owned())
+        .unwrap_or_default();
+    if !valid_user_name(&account) {
+        // No account has such a name; nor is it worth remembering, or showing back.
+        return pages::sign_in(&client_name, &id, &csrf, "", Some(WRONG));
+    }
+    let password = form.get("password").cloned().unwrap_or_default();
+    if authority.sign_ins.is_locked(&account) {
+        return pages::sign_in(&client_name, &id, &csrf, &account, Some(LOCKED));
+    }
+    let checker = Arc::clone(&authority);
+    let name = account.clone();
+    let signed_in =
+        tokio::task::spawn_blocking(move || checker.accounts.check_password(&name, &password))
+            .await
+            .unwrap_or(false);
+    if !signed_in {
+        let problem = if authority.sign_ins.failed(&account) {
+            LOCKED
+        } else {
+            WRONG
+        };
+        return pages::sign_in(&client_name, &id, &csrf, &account, Some(problem));
+    }
+    authority.sign_ins.succeeded(&account);
+    let Ok(next_csrf) = random_secret(32) else {
+        return pages::error_page(StatusCode::INTERNAL_SERVER_ERROR, "no randomness");
+    };
+    let mut waiting = lock(&authority.flows.waiting);
+    let Some(request) = waiting.get_mut(&id) else {
+        return pages::error_page(StatusCode::BAD_REQUEST, EXPIRED);
+    };
+    request.account = Some(account.clone());
+    request.csrf.clone_from(&next_csrf);
+    let view = ConsentView {
+        client_name: &request.client.client_name,
+        client_id: &request.client.client_id,
+        redirect_uri: &request.client.redirect_uri,
+        write: request.write,
+        account: &account,
+    };
+    pages::consent(&view, &id, &next_csrf)
+}
+
+const WRONG: &str = "The account name or the password is wrong.";
+const LOCKED: &str = "Too many failed sign-ins for this account: try again in 15 minutes.";
+const EXPIRED: &str = "This sign-in has expired or was already used.";
+
+/// `POST /oauth/consent`.
+pub async fn consent(
+    State(authority): State<Arc<LocalAuthority>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (form, id, _) = match step(&authority, &body, &headers, |w| w.account.is_some()) {
+        Ok(step) => step,
+        Err(response) => return response,
+    };
+    let Some(request) = lock(&authority.flows.waiting).remove(&id) else {
+        return pages::error_page(StatusCode::BAD_REQUEST, EXPIRED);
+    };
+    let Some(account) = request.account else {
+        return pages::error_page(StatusCode::BAD_REQUEST, EXPIRED);
+    };
+    let state = request.state.as_deref();
+    if form.get("decision").map(String::as_str) != Some("allow") {
+        return redirect(
+            &authority,
+            &request.client.redirect_uri,
+            &[
+                ("error", "access_denied"),
+                ("error_description", "the person did not allow access"),
+            ],
+            state,
+        );
+    }
+    let Ok(code) = random_secret(32) else {
+        return pages::error_page(StatusCode::INTERNAL_SERVER_ERROR, "no randomness");
+    };
+    lock(&authority.flows.codes).insert(
+        hex_sha256(&code),
+        IssuedCode {
+            client_id: request.client.client_id.clone(),
+            client_name: request.client.client_name.clone(),
+            redirect_uri: request.client.redirect_uri.clone(),
+            redirect_uri_given: request.client.redirect_uri_given,
+            challenge: request.challenge,
+            account,
+            scope: request.scope,
+            expires: Instant::now() + CODE_LIFETIME,
+            redeemed: None,
+        },
+    );
+    redirect(
+        &authority,
+        &request.client.redirect_uri,
+        &[("code", &code)],
+        state,
+    )
+}
+
+/// The form a step posted (`body`), the id of the waiting request it continues and what the
+/// step needs of that request, when the id, the CSRF token and the browser cookie all match
+/// and `ready` holds of it; else PKB's error page.
+#[allow(clippy::result_large_err, reason = "the refusal is the page itself")]
+fn step(
+    authority: &LocalAuthority,
+    body: &[u8],
+    headers: &HeaderMap,
+    ready: impl Fn(&Waiting) -> bool,
+) -> Result<(HashMap<String, String>, String, WaitingView), Response> {
+    let form = parameters(body).map_err(|why| pages::error_page(StatusCode::BAD_REQUEST, &why))?;
+    let refused = || {
+        pages::error_page(
+            StatusCode::FORBIDDEN,
+            "This form cannot be taken: it is not the one PKB showed this browser, or it has expired. Start again from the application.",
+        )
+    };
+    let id = form.get("request").ok_or_else(refused)?;
+    let csrf = form.get("csrf").ok_or_else(refused)?;
+    let browser = cookie(headers, BROWSER_COOKIE).ok_or_else(refused)?;
+    let waiting = lock(&authority.flows.waiting);
+    let request = waiting.get(id.as_str()).ok_or_else(refused)?;
+    let fits = bool::from(request.csrf.as_bytes().ct_eq(csrf.as_bytes()))
+        && bool::from(request.browser.as_bytes().ct_eq(browser.as_bytes()))
+        && request.expires > Instant::now()
+        && ready(request);
+    if !fits {
+        return Err(refused());
+    }
+    let view = WaitingView {
+        client: request.client.clone(),
+        csrf: request.csrf.clone(),
+    };
+    let id = id.clone();
+    drop(waiting);
+    Ok((form, id, view))
+}
+
+/// What a step needs of its waiting request, copied out of the lock.
+struct WaitingView {
+    client: CheckedClient,
+    csrf: String,
+}
+
+/// The client and redirect URI of a request, checked; why not, for PKB's error page.
+async fn check_client(
+    authority: &LocalAuthority,
+    parameters: &HashMap<String, String>,
+) -> Result<CheckedClient, String> {
+    let client_id = parameters
+        .get("client_id")
+        .ok_or("The application sent no client_id.")?;
+    let (client_name, redirect_uris) = if client_metadata::is_document_url(client_id) {
+        let document =
+            client_metadata::fetch(client_id, authority.settings.allow_local_clients).await?;
+        let host = url::Url::parse(client_id)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
+        let name = match document.client_name {
+            Some(name) if !name.trim().is_empty() => {
+                let name: String = name.trim().chars().take(MAX_CLIENT_NAME_CHARS).collect();
+                format!("{name} ({host})")
+            }
+            _ => host,
+        };
+        (name, document.redirect_uris)
+    } else {
+        let client = authority
+            .grants
+            .client(client_id)
+            .ok_or("The application is not registered with this server.")?;
+        let name = client
+            .client_name
+            .filter(|n| !n.trim().is_empty())
+            .map_or_else(
+                || "An unnamed application".to_owned(),
+                |n| n.trim().to_owned(),
+            );
+        (name, client.redirect_uris)
+    };
+    let (redirect_uri, given) = match parameters.get("redirect_uri") {
+        Some(uri) if redirect_uri::matches(&redirect_uris, uri) => (uri.clone(), true),
+        Some(_) => return Err("The application asked to send you to an address it did not register; PKB does not send you there.".into()),
+        None if redirect_uris.len() == 1 => (redirect_uris[0].clone(), false),
+        None => return Err("The application sent no redirect_uri.".into()),
+    };
+    Ok(CheckedClient {
+        client_id: client_id.clone(),
+        client_name,
+        redirect_uri,
+        redirect_uri_given: given,
+    })
+}
+
+/// Whether `named`, a `resource` parameter, names the server's `resource`.
+pub fn names_resource(resource: &str, named: &str) -> bool {
+    named == resource || named.strip_suffix('/') == Some(resource)
+}
+
+/// A 303 to the client's `redirect_uri` with `pairs`, the `state` as sent and the issuer
+/// (RFC 9207).
+fn redirect(
+    authority: &LocalAuthority,
+    redirect_uri: &str,
+    pairs: &[(&str, &str)],
+    state: Option<&str>,
+) -> Response {
+    let Ok(mut url) = url::Url::parse(redirect_uri) else {
+        return pages::error_page(StatusCode::BAD_REQUEST, "The redirect URI is not a URL.");
+    };
+    {
+        let mut query = url.query_pairs_mut();
+        for (name, value) in pairs {
+            query.append_pair(name, value);
+        }
+        if let Some(state) = state {
+            query.append_pair("state", state);
+        }
+        if let Some(bound) = authority.bound() {
+            query.append_pair("iss", &bound.issuer);
+        }
+    }
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    if let Ok(location) = HeaderValue::from_str(url.as_str()) {
+        response.headers_mut().insert(LOCATION, location);
+    }
+    pages::add_security_headers(response.headers_mut());
+    response
+}
+
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+fn is_base64url(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_'
+}
