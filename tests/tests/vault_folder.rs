@@ -526,3 +526,27 @@ async fn a_changed_file_reaches_search_by_meaning() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// A vault that goes out of sight (a disk unmounted, the folder moved away) is not taken for
+/// a vault whose files were all deleted: its notes stay.
+#[tokio::test]
+async fn a_vault_out_of_sight_deletes_nothing() {
+    let parent = tempfile::tempdir().unwrap();
+    let root = parent.path().join("vault");
+    put_file(&root, "a.md", "alpha\n");
+    put_file(&root, "sub/b.md", "beta\n");
+    let (client, _handler) = open(&root).await;
+    until(&client, "b", body_is("beta")).await;
+    std::fs::rename(&root, parent.path().join("elsewhere")).unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        fetched(&client, "a").await.expect("a kept")["body"],
+        "alpha"
+    );
+    assert_eq!(fetched(&client, "b").await.expect("b kept")["body"], "beta");
+    let history = history_by(&client, "a").await;
+    assert!(
+        history.iter().all(|(change, _)| change != "deleted"),
+        "{history:?}"
+    );
+}

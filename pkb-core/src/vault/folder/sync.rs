@@ -92,6 +92,19 @@ struct Survey {
     changed: Vec<Looked>,
     /// The ones that cannot be read at all.
     unreadable: Vec<RefusedFile>,
+    /// Paths below the root (`""` for the root itself) that could not be looked into: the
+    /// files recorded there are not taken for deleted (an unmounted disk, a folder made
+    /// unreadable for a moment).
+    unreachable: Vec<String>,
+}
+
+impl Survey {
+    /// Whether the recorded file at `path` may have vanished, rather than gone out of sight.
+    fn lost_sight_of(&self, path: &str) -> bool {
+        self.unreachable.iter().any(|folder| {
+            folder.is_empty() || path == folder || path.starts_with(&format!("{folder}/"))
+        })
+    }
 }
 
 impl Folder {
@@ -205,7 +218,7 @@ impl Folder {
         // Gone: every recorded file not found, or the one looked for.
         let vanished: Vec<(String, FileRecord)> = lock(&self.index)
             .paths()
-            .filter(|(path, _)| !present.contains(*path))
+            .filter(|(path, _)| !present.contains(*path) && !survey.lost_sight_of(path))
             .filter(|(path, _)| looked_for.as_ref().is_none_or(|only| only == *path))
             .map(|(path, record)| (path.clone(), record.clone()))
             .collect();
@@ -474,7 +487,7 @@ fn survey(
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             metadata => vec![(path, metadata)],
         },
-        None => note_files(root, &mut survey.unreadable),
+        None => note_files(root, &mut survey.unreadable, &mut survey.unreachable),
     };
     for (path, metadata) in found {
         let full = root.join(&path);
@@ -492,6 +505,7 @@ fn survey(
                     path: full,
                     reason: format!("cannot be read ({error})"),
                 });
+                survey.unreachable.push(path);
                 continue;
             }
         };
@@ -543,6 +557,7 @@ fn survey(
 fn note_files(
     root: &Path,
     unreadable: &mut Vec<RefusedFile>,
+    unreachable: &mut Vec<String>,
 ) -> Vec<(String, std::io::Result<std::fs::Metadata>)> {
     let mut found = Vec::new();
     let walk = walkdir::WalkDir::new(root)
@@ -556,8 +571,10 @@ fn note_files(
         let entry = match entry {
             Ok(entry) => entry,
             Err(error) => {
+                let path = error.path().unwrap_or(root);
+                unreachable.push(relative(root, path).unwrap_or_default());
                 unreadable.push(RefusedFile {
-                    path: error.path().unwrap_or(root).to_owned(),
+                    path: path.to_owned(),
                     reason: format!("cannot be read ({error})"),
                 });
                 continue;
