@@ -281,7 +281,12 @@ pub async fn sign_in(
         return pages::sign_in(&client_name, &id, &csrf, "", Some(WRONG));
     }
     let password = form.get("password").cloned().unwrap_or_default();
-    if authority.sign_ins.is_locked(&account) {
+    // Each check of a password costs 19 MiB and a thread for tens of milliseconds: a few at
+    // a time, and no queue that a flood of posts could grow.
+    let Ok(_hashing) = Arc::clone(&authority.password_checks).try_acquire_owned() else {
+        return pages::error_page(StatusCode::SERVICE_UNAVAILABLE, BUSY);
+    };
+    if !authority.sign_ins.begin(&account) {
         return pages::sign_in(&client_name, &id, &csrf, &account, Some(LOCKED));
     }
     let checker = Arc::clone(&authority);
@@ -298,7 +303,9 @@ pub async fn sign_in(
         };
         return pages::sign_in(&client_name, &id, &csrf, &account, Some(problem));
     }
-    authority.sign_ins.succeeded(&account);
+    if !authority.sign_ins.succeeded(&account) {
+        return pages::sign_in(&client_name, &id, &csrf, &account, Some(LOCKED));
+    }
     let Ok(next_csrf) = random_secret(32) else {
         return pages::error_page(StatusCode::INTERNAL_SERVER_ERROR, "no randomness");
     };
@@ -321,6 +328,7 @@ pub async fn sign_in(
 const WRONG: &str = "The account name or the password is wrong.";
 const LOCKED: &str = "Too many failed sign-ins for this account: try again in 15 minutes.";
 const EXPIRED: &str = "This sign-in has expired or was already used.";
+const BUSY: &str = "Too many sign-ins at once: try again in a moment.";
 
 /// `POST /oauth/consent`.
 pub async fn consent(

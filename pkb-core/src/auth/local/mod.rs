@@ -94,7 +94,13 @@ pub struct LocalAuthority {
     bound: OnceLock<Bound>,
     flows: Flows,
     sign_ins: SignInLimits,
+    /// Places for password checks under way (argon2id: 19 MiB each).
+    password_checks: Arc<tokio::sync::Semaphore>,
 }
+
+/// Password checks run at once, at most: more than the cores cannot go faster, and each holds
+/// argon2id's 19 MiB.
+const PASSWORD_CHECKS_AT_ONCE: usize = 8;
 
 impl LocalAuthority {
     /// Opens the accounts, grants and tokens of the data directory and its signing key (made
@@ -115,6 +121,7 @@ impl LocalAuthority {
             bound: OnceLock::new(),
             flows: Flows::default(),
             sign_ins: SignInLimits::default(),
+            password_checks: Arc::new(tokio::sync::Semaphore::new(PASSWORD_CHECKS_AT_ONCE)),
             settings,
         }))
     }
