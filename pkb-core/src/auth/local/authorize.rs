@@ -443,7 +443,7 @@ async fn check_client(
             .and_then(|u| u.host_str().map(str::to_owned))
             .unwrap_or_default();
         let name = match document.client_name {
-            Some(name) if !name.trim().is_empty() => {
+            Some(name) if shows_as_written(&name) => {
                 let name: String = name.trim().chars().take(MAX_CLIENT_NAME_CHARS).collect();
                 format!("{name} ({host})")
             }
@@ -457,7 +457,7 @@ async fn check_client(
             .ok_or("The application is not registered with this server.")?;
         let name = client
             .client_name
-            .filter(|n| !n.trim().is_empty())
+            .filter(|n| shows_as_written(n))
             .map_or_else(
                 || "An unnamed application".to_owned(),
                 |n| n.trim().to_owned(),
@@ -476,6 +476,14 @@ async fn check_client(
         redirect_uri,
         redirect_uri_given: given,
     })
+}
+
+/// Whether a client's name, as a page or the terminal shows it, reads as it is written: one
+/// visible line, with no control characters and no bidirectional overrides (which would let
+/// a name reorder what follows it, the host beside it included).
+fn shows_as_written(name: &str) -> bool {
+    let name = name.trim();
+    !name.is_empty() && crate::text::single_line_problem(name).is_none()
 }
 
 /// Whether `named`, a `resource` parameter, names the server's `resource`.
@@ -527,4 +535,24 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 fn is_base64url(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_'
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shows_as_written;
+
+    #[test]
+    fn a_client_name_that_would_not_read_as_written_is_not_shown() {
+        assert!(shows_as_written("Claude"));
+        assert!(shows_as_written("Notes (مرحبا)"));
+        for name in [
+            "Evil\u{202e}moc.elgoog",
+            "two\nlines",
+            "tab\there",
+            "\u{200b}",
+            "   ",
+        ] {
+            assert!(!shows_as_written(name), "{name:?}");
+        }
+    }
 }

@@ -148,9 +148,16 @@ async fn fetch_unlimited(client_id: &str, allow_local: bool) -> Result<ClientDoc
 fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(ip) => is_public_v4(ip),
-        IpAddr::V6(ip) => match ip.to_ipv4_mapped() {
-            Some(v4) => is_public_v4(v4),
-            None => is_public_v6(ip),
+        // An IPv4 address written as IPv6 (mapped `::ffff:a.b.c.d`, compatible `::a.b.c.d`,
+        // or 6to4 `2002:aabb:ccdd::`) is judged as the IPv4 address it carries.
+        IpAddr::V6(ip) => match (ip.to_ipv4(), ip.segments()) {
+            (Some(v4), _) => is_public_v4(v4),
+            (None, [0x2002, high, low, ..]) => {
+                let [a, b] = high.to_be_bytes();
+                let [c, d] = low.to_be_bytes();
+                is_public_v4(Ipv4Addr::new(a, b, c, d))
+            }
+            (None, _) => is_public_v6(ip),
         },
     }
 }
@@ -178,6 +185,8 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         || ip.is_multicast()
         || (first & 0xfe00) == 0xfc00
         || (first & 0xffc0) == 0xfe80
+        || (first & 0xffc0) == 0xfec0
+        || (first == 0x0100 && ip.segments()[1..4] == [0, 0, 0])
         || (first == 0x2001 && ip.segments()[1] == 0x0db8)
         || (first == 0x0064 && ip.segments()[1] == 0xff9b))
 }
@@ -200,10 +209,17 @@ mod tests {
             "fd00::1",
             "fe80::1",
             "::ffff:127.0.0.1",
+            "::127.0.0.1",
+            "::10.0.0.1",
+            "2002:7f00:1::",
+            "2002:c0a8:101::1",
+            "fec0::1",
+            "100::1",
+            "64:ff9b:1::a00:1",
         ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }
-        for public in ["8.8.8.8", "2606:4700::1111"] {
+        for public in ["8.8.8.8", "2606:4700::1111", "2002:808:808::1"] {
             assert!(is_public(public.parse().unwrap()), "{public}");
         }
     }
