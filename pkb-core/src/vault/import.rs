@@ -439,22 +439,33 @@ fn read_all(
 
 /// One file as a note, or the rule it breaks.
 fn read_note(path: &Path, write_args: &'static [ArgSpec]) -> Result<Candidate, String> {
-    let bytes = read_bounded(path)?;
+    note_from_bytes(read_bounded(path)?, path, write_args)
+}
+
+/// The note the bytes of the file at `path` hold, or the rule they break.
+pub(super) fn note_from_bytes(
+    bytes: Vec<u8>,
+    path: &Path,
+    write_args: &'static [ArgSpec],
+) -> Result<Candidate, String> {
     let text = String::from_utf8(bytes).map_err(|error| {
         format!(
             "is not UTF-8 text (invalid bytes at byte {})",
             error.utf8_error().valid_up_to()
         )
     })?;
-    let stem = path
-        .file_stem()
+    note_from_text(&text, &file_stem(path), write_args)
+}
+
+/// The file's name without its extension: the title of last resort.
+pub(super) fn file_stem(path: &Path) -> String {
+    path.file_stem()
         .map(|stem| stem.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    note_from_text(&text, &stem, write_args)
+        .unwrap_or_default()
 }
 
 /// The note a Markdown text holds; `file_stem` is the title of last resort.
-pub(super) fn note_from_text(
+fn note_from_text(
     text: &str,
     file_stem: &str,
     write_args: &'static [ArgSpec],

@@ -15,7 +15,7 @@ use crate::links::title_key;
 use crate::locks::lock;
 use crate::note::Note;
 use crate::store::{NoteDates, NoteDraft, NoteEngine, Provenance, PutMode, PutOutcome, StoreError};
-use crate::vault::import::{Candidate, is_note_file, note_from_text, read_bounded};
+use crate::vault::import::{Candidate, file_stem, is_note_file, note_from_bytes, read_bounded};
 
 /// Who the history says made a change found in the files.
 pub const FILE_CLIENT: &str = "file";
@@ -530,18 +530,7 @@ fn survey(
             }
             continue;
         }
-        let stem = full
-            .file_stem()
-            .map(|stem| stem.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let note = String::from_utf8(bytes)
-            .map_err(|error| {
-                format!(
-                    "is not UTF-8 text (invalid bytes at byte {})",
-                    error.utf8_error().valid_up_to()
-                )
-            })
-            .and_then(|text| note_from_text(&text, &stem, write_args));
+        let note = note_from_bytes(bytes, &full, write_args);
         survey.changed.push(Looked {
             path,
             stamp,
@@ -624,12 +613,10 @@ fn write_note_file(
         _ => (free_name(root, &note.id), None, None),
     };
     let full = root.join(&path);
-    let stem = full
-        .file_stem()
-        .map(|stem| stem.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let text = match old_text {
-        Some(old) => changed_file_text(&old, note, &stem).or_else(|_| new_file_text(note)),
+        Some(old) => {
+            changed_file_text(&old, note, &file_stem(&full)).or_else(|_| new_file_text(note))
+        }
         None => new_file_text(note),
     }
     .map_err(StoreError::Invalid)?;
