@@ -64,8 +64,15 @@ fn pkb_file(dir: &Path, n: usize) -> PathBuf {
     path
 }
 
+/// Takes a store back to how version 7 made it: no generation of the vectors.
+fn without_vector_generation(conn: &rusqlite::Connection) {
+    conn.execute_batch("DROP TABLE vector_generation; PRAGMA user_version = 7;")
+        .unwrap();
+}
+
 /// Takes a store back to how versions before 7 made it: no vectors.
 fn without_vectors(conn: &rusqlite::Connection) {
+    without_vector_generation(conn);
     conn.execute_batch("DROP TABLE note_vectors; PRAGMA user_version = 6;")
         .unwrap();
 }
@@ -418,7 +425,7 @@ fn refuses_a_store_from_a_newer_version() {
             err,
             StoreError::TooNew {
                 found: 9,
-                supported: 7,
+                supported: 8,
                 ..
             }
         ),
@@ -427,7 +434,7 @@ fn refuses_a_store_from_a_newer_version() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} was written by a newer PKB (schema version 9, this build reads up to 7)",
+            "{} was written by a newer PKB (schema version 9, this build reads up to 8)",
             path.display()
         )
     );
@@ -470,7 +477,7 @@ fn a_missing_file_is_created_with_its_folders() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(app_id, 0x504B_4231);
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
     assert_eq!(mode, "wal");
 }
 
@@ -559,7 +566,7 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
     let (notes, indexed): (i64, i64) = conn
         .query_row(
             "SELECT (SELECT notes FROM search_stats), (SELECT count(*) FROM note_terms)",
@@ -610,7 +617,44 @@ fn a_version_4_store_keeps_each_note_as_its_version_1() {
     });
     drop(store);
     let (version, _) = version_and_index(&path);
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
+}
+
+#[test]
+fn a_version_7_store_keeps_its_vectors_and_counts_their_changes_from_then() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 3);
+    let vectors = |conn: &rusqlite::Connection| -> i64 {
+        conn.query_row("SELECT count(*) FROM note_vectors", [], |r| r.get(0))
+            .unwrap()
+    };
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        without_vector_generation(&conn);
+        conn.execute(
+            "INSERT INTO note_vectors (note, passage, model, vector)
+             SELECT seq, 0, 'test-model', x'0000803f' FROM notes",
+            [],
+        )
+        .unwrap();
+    }
+    let before = vectors(&rusqlite::Connection::open(&path).unwrap());
+    assert!(before >= 3);
+    let store = sqlite::open(&path, true).unwrap();
+    block_on(store.verify()).unwrap();
+    drop(store);
+    let (version, _) = version_and_index(&path);
+    assert_eq!(version, 8);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(
+        vectors(&conn),
+        before,
+        "the vectors made before the upgrade stay"
+    );
+    let generation: i64 = conn
+        .query_row("SELECT generation FROM vector_generation", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(generation, 0);
 }
 
 #[test]
@@ -642,7 +686,7 @@ fn a_version_5_store_gets_the_links_of_every_note() {
     });
     drop(store);
     let (version, _) = version_and_index(&path);
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
 }
 
 #[test]
@@ -668,7 +712,7 @@ fn a_version_2_store_gets_the_prefix_index_and_its_notes_stay_searchable() {
     });
     drop(store);
     let (version, sql) = version_and_index(&path);
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
     assert!(sql.contains("prefix = '2 3'"), "{sql}");
 }
 
@@ -708,7 +752,7 @@ fn a_version_3_store_is_indexed_folded_and_finds_what_its_notes_read_as() {
     });
     drop(store);
     let (version, sql) = version_and_index(&path);
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
     assert!(sql.contains("content = 'notes_folded'"), "{sql}");
 }
 

@@ -709,4 +709,64 @@ mod tests {
         assert_eq!(on_a_thread.len(), 65);
         assert!(backend.search_at_once("deploy", &[], 10).is_none());
     }
+
+    #[test]
+    fn vectors_kept_in_memory_outlive_commits_that_leave_them_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.db");
+        let backend = SqliteBackend::open(&path, &SqliteOptions::default()).unwrap();
+        let other = SqliteBackend::open(&path, &SqliteOptions::default()).unwrap();
+        let by = crate::store::Provenance::write("test");
+        let draft = |id: &str| NoteDraft {
+            id: id.to_owned(),
+            title: id.to_owned(),
+            tags: Vec::new(),
+            body: "text".to_owned(),
+        };
+        for id in ["north", "south"] {
+            backend.put(draft(id), PutMode::CreateOnly, &by).unwrap();
+        }
+        let model = "test-model";
+        let unit = |x: f32| vec![x, (1.0 - x * x).sqrt()];
+        assert!(
+            backend
+                .put_vectors("north", 1, model, vec![unit(1.0)])
+                .unwrap()
+        );
+        let nearest = |store: &SqliteBackend| -> Vec<String> {
+            let hits = store.nearest(model, &unit(1.0), &[], 10).unwrap();
+            hits.into_iter().map(|h| h.id).collect()
+        };
+        let kept = |store: &SqliteBackend| {
+            let generation = store.read_for_tests(vectors::generation);
+            store.vector_cache.of_generation(generation, model)
+        };
+        assert_eq!(nearest(&backend), ["north"]);
+        let first = kept(&backend).expect("the matrix is kept");
+
+        // Another note written, here and by another process: no vector changed.
+        backend
+            .put(draft("east"), PutMode::CreateOnly, &by)
+            .unwrap();
+        other.put(draft("west"), PutMode::CreateOnly, &by).unwrap();
+        assert_eq!(nearest(&backend), ["north"]);
+        let after = kept(&backend).expect("still kept");
+        assert!(Arc::ptr_eq(&first, &after), "the matrix was not read again");
+
+        // Vectors added by another process, and a note with vectors changed: read again.
+        assert!(
+            other
+                .put_vectors("south", 1, model, vec![unit(0.6)])
+                .unwrap()
+        );
+        assert_eq!(nearest(&backend), ["north", "south"]);
+        other.put(draft("north"), PutMode::Replace, &by).unwrap();
+        assert_eq!(
+            nearest(&backend),
+            ["south"],
+            "the changed note's vectors are gone"
+        );
+        other.delete("south", "test").unwrap();
+        assert!(nearest(&backend).is_empty());
+    }
 }

@@ -359,21 +359,24 @@ impl NoteBackend for SqliteBackend {
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
         let read_at = self.changes.stamp();
-        if let Some(kept) = read_at.and_then(|at| self.vector_cache.get(at, model)) {
+        if let Some(kept) = read_at.and_then(|at| self.vector_cache.at(at, model)) {
             self.requests.fetch_add(1, Ordering::Relaxed);
             return Ok(kept.nearest(query, tags, limit));
         }
-        let matrix = self.read(SEARCH_NOTES, |conn| {
-            in_snapshot(conn, || vector_cache::load(conn, model))
+        let (generation, matrix) = self.read(SEARCH_NOTES, |conn| {
+            in_snapshot(conn, || {
+                let generation = vectors::generation(conn)?;
+                let matrix = match self.vector_cache.of_generation(generation, model) {
+                    Some(kept) => kept,
+                    None => std::sync::Arc::new(vector_cache::load(conn, model)?),
+                };
+                Ok((generation, matrix))
+            })
         })?;
-        let matrix = std::sync::Arc::new(matrix);
-        // Kept only when nothing was committed during the read, as notes are.
-        if let Some(at) = read_at
-            && self.changes.stamp() == Some(at)
-        {
-            self.vector_cache
-                .keep(at, model, std::sync::Arc::clone(&matrix));
-        }
+        // Current at the stamp only if nothing was committed during the read.
+        let unchanged = read_at.filter(|at| self.changes.stamp() == Some(*at));
+        self.vector_cache
+            .keep(unchanged, generation, model, std::sync::Arc::clone(&matrix));
         Ok(matrix.nearest(query, tags, limit))
     }
 

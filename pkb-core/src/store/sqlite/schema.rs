@@ -10,10 +10,10 @@ pub(super) const APPLICATION_ID: i32 = 0x504B_4231;
 /// Schema migrations; entry `n` takes a store from version `n` to `n + 1`.
 ///
 /// Append only: a released entry never changes, since stores in the field already ran it.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// The schema version this build writes and the newest it reads.
-pub(super) const SCHEMA_VERSION: i64 = 7;
+pub(super) const SCHEMA_VERSION: i64 = 8;
 
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -175,6 +175,17 @@ CREATE TABLE note_vectors (
 );
 "#;
 
+/// A count of the changes to `note_vectors`, moved on by every statement that adds or removes
+/// vectors ([`super::vectors`]), so that the vectors kept in memory outlive the commits that
+/// leave them alone (the index merge's, other notes' writes) in this process and others.
+const V8: &str = r#"
+CREATE TABLE vector_generation (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    generation INTEGER NOT NULL
+);
+INSERT INTO vector_generation (id, generation) VALUES (1, 0);
+"#;
+
 /// The schema version from which links are indexed.
 const LINKED_SINCE: i64 = 6;
 
@@ -192,6 +203,7 @@ const REQUIRED_TABLES: &[&str] = &[
     "notes_fts",
     "search_stats",
     "search_terms",
+    "vector_generation",
 ];
 
 /// What a file holds, as far as PKB is concerned.

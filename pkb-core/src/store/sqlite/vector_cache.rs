@@ -1,7 +1,8 @@
 //! The store's vectors in memory for search by meaning's exact scan ([`Matrix`]): read from
-//! `note_vectors` once, and kept while nothing is committed by any process (the store's change
-//! stamp, as for notes), so that a search compares vectors in memory rather than reading every
-//! row again.
+//! `note_vectors` once, and kept while no vector is added or removed by any process (the
+//! vectors' generation, which a commit that leaves them alone does not move on), so that a
+//! search compares vectors in memory rather than reading every row again. While nothing at all
+//! is committed (the store's change stamp, as for notes) not even the generation is read.
 
 use std::sync::{Arc, Mutex};
 
@@ -29,26 +30,52 @@ pub(super) fn load(conn: &Connection, model: &str) -> rusqlite::Result<Matrix> {
     Ok(matrix)
 }
 
-/// The matrix kept, of one model, at one moment of the store.
+/// The matrix kept, of one model, at one generation of the vectors.
 #[derive(Default)]
 pub(super) struct VectorCache {
-    kept: Mutex<Option<(ChangeStamp, String, Arc<Matrix>)>>,
+    kept: Mutex<Option<Kept>>,
+}
+
+struct Kept {
+    /// The store's change stamp it was read or last found current at, if nothing was
+    /// committed meanwhile: while the stamp is the same, nothing needs reading at all.
+    at: Option<ChangeStamp>,
+    generation: i64,
+    model: String,
+    matrix: Arc<Matrix>,
 }
 
 impl VectorCache {
-    /// The matrix of `model` kept at `now`, if any.
-    pub(super) fn get(&self, now: ChangeStamp, model: &str) -> Option<Arc<Matrix>> {
+    /// The matrix of `model` kept, if nothing was committed since `now`.
+    pub(super) fn at(&self, now: ChangeStamp, model: &str) -> Option<Arc<Matrix>> {
         let kept = crate::locks::lock(&self.kept);
-        match &*kept {
-            Some((at, kept_model, matrix)) if *at == now && kept_model == model => {
-                Some(Arc::clone(matrix))
-            }
-            _ => None,
-        }
+        kept.as_ref()
+            .filter(|k| k.at == Some(now) && k.model == model)
+            .map(|k| Arc::clone(&k.matrix))
     }
 
-    /// Keeps `matrix`, read at `at`, in place of any other.
-    pub(super) fn keep(&self, at: ChangeStamp, model: &str, matrix: Arc<Matrix>) {
-        *crate::locks::lock(&self.kept) = Some((at, model.to_owned(), matrix));
+    /// The matrix of `model` kept, if the vectors are still at `generation`.
+    pub(super) fn of_generation(&self, generation: i64, model: &str) -> Option<Arc<Matrix>> {
+        let kept = crate::locks::lock(&self.kept);
+        kept.as_ref()
+            .filter(|k| k.generation == generation && k.model == model)
+            .map(|k| Arc::clone(&k.matrix))
+    }
+
+    /// Keeps `matrix`, the vectors of `model` at `generation`, current at the change stamp
+    /// `at` if nothing was committed while it was read, in place of any other.
+    pub(super) fn keep(
+        &self,
+        at: Option<ChangeStamp>,
+        generation: i64,
+        model: &str,
+        matrix: Arc<Matrix>,
+    ) {
+        *crate::locks::lock(&self.kept) = Some(Kept {
+            at,
+            generation,
+            model: model.to_owned(),
+            matrix,
+        });
     }
 }

@@ -1,6 +1,7 @@
 //! The notes' vectors for search by meaning: one row per passage, of the encoder that made it,
 //! removed with the change that makes them stale (in its transaction), made again by the
-//! background indexer. [`super::vector_cache`] scans them.
+//! background indexer. [`super::vector_cache`] scans them, and keeps them in memory while their
+//! generation stays the same.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -10,9 +11,26 @@ use crate::note::Note;
 
 /// Forgets the vectors of the note at `seq`.
 pub(super) fn forget(conn: &Connection, seq: i64) -> rusqlite::Result<()> {
-    conn.prepare_cached("DELETE FROM note_vectors WHERE note = ?1")?
+    let forgotten = conn
+        .prepare_cached("DELETE FROM note_vectors WHERE note = ?1")?
         .execute([seq])?;
+    if forgotten > 0 {
+        changed(conn)?;
+    }
     Ok(())
+}
+
+/// Moves the vectors' generation on: vectors were added or removed.
+fn changed(conn: &Connection) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE vector_generation SET generation = generation + 1 WHERE id = 1")?
+        .execute([])?;
+    Ok(())
+}
+
+/// The vectors' generation: the same number as long as no vector was added or removed.
+pub(super) fn generation(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.prepare_cached("SELECT generation FROM vector_generation WHERE id = 1")?
+        .query_row([], |r| r.get(0))
 }
 
 /// Up to `limit` notes with no vectors of `model`.
@@ -48,6 +66,7 @@ pub(super) fn keep(
     for (passage, vector) in vectors.iter().enumerate() {
         insert.execute(params![seq, passage as i64, model, vector_bytes(vector)])?;
     }
+    changed(conn)?;
     Ok(true)
 }
 
@@ -62,9 +81,12 @@ pub(super) fn orphans(conn: &Connection) -> rusqlite::Result<i64> {
 
 /// Removes the vectors that belong to no note.
 pub(super) fn drop_orphans(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute(
+    let dropped = conn.execute(
         "DELETE FROM note_vectors WHERE NOT EXISTS (SELECT 1 FROM notes WHERE seq = note)",
         [],
     )?;
+    if dropped > 0 {
+        changed(conn)?;
+    }
     Ok(())
 }
