@@ -664,19 +664,20 @@ impl Store {
     }
 
     /// Word search and search by meaning fused (reciprocal rank fusion, k = 60), best first:
-    /// a note may match only some of the query's words here.
+    /// a note may match only some of the query's words here. Each ranking is as deep as the
+    /// results asked for, at least 10, as Elasticsearch's `rank_window_size` is by default: on
+    /// BEIR SciFact, rankings of 10 fused to nDCG@10 0.679, of 50 to 0.662 (docs/search.md).
     pub async fn search_hybrid(
         &self,
         query: &str,
         tags: &[String],
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
-        const EACH: usize = 50;
+        let depth = limit.max(10);
         let normalized = normalize_tags(tags);
         let (words, meaning) = futures::future::try_join(
-            self.engine
-                .search_any_words(query, &normalized, EACH.max(limit)),
-            self.search_by_meaning(query, tags, EACH.max(limit)),
+            self.engine.search_any_words(query, &normalized, depth),
+            self.search_by_meaning(query, tags, depth),
         )
         .await?;
         Ok(crate::meaning::fusion::fuse(words, meaning, limit))

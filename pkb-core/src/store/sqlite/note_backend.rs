@@ -299,36 +299,45 @@ impl NoteBackend for SqliteBackend {
         tags: &[String],
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
-        let Some(expr) = query::any_word_expression(query).filter(|_| limit > 0) else {
+        if limit == 0 {
             return Ok(Vec::new());
-        };
+        }
         self.read(SEARCH_NOTES, |conn| {
-            // FTS5's own BM25, the title weighed above the tags and the tags above the body.
-            let mut sql = String::from(
-                "SELECT n.id, n.title, n.tags, bm25(notes_fts, 10.0, 5.0, 1.0) AS rank
+            in_snapshot(conn, || {
+                let notes = StoreSize::read(conn)?.notes;
+                let Some(expr) = query::any_word_expression(query, |word| {
+                    terms::in_half_the_notes(conn, word, notes)
+                })?
+                else {
+                    return Ok(Vec::new());
+                };
+                // FTS5's own BM25, the title weighed above the tags and the tags above the body.
+                let mut sql = String::from(
+                    "SELECT n.id, n.title, n.tags, bm25(notes_fts, 10.0, 5.0, 1.0) AS rank
                  FROM notes_fts JOIN notes n ON n.seq = notes_fts.rowid
                  WHERE notes_fts MATCH ?1",
-            );
-            for k in 0..tags.len() {
-                sql.push_str(&format!(
-                    " AND n.seq IN (SELECT note FROM note_tags WHERE tag = ?{})",
-                    k + 3
-                ));
-            }
-            sql.push_str(" ORDER BY rank LIMIT ?2");
-            let limit = sql_limit(limit);
-            let mut values: Vec<&dyn ToSql> = vec![&expr, &limit];
-            values.extend(tags.iter().map(|t| t as &dyn ToSql));
-            conn.prepare(&sql)?
-                .query_map(values.as_slice(), |row| {
-                    Ok(SearchHit {
-                        id: row.get(0)?,
-                        title: row.get(1)?,
-                        tags: tags_from_json(row, 2)?,
-                        score: -row.get::<_, f64>(3)?,
-                    })
-                })?
-                .collect()
+                );
+                for k in 0..tags.len() {
+                    sql.push_str(&format!(
+                        " AND n.seq IN (SELECT note FROM note_tags WHERE tag = ?{})",
+                        k + 3
+                    ));
+                }
+                sql.push_str(" ORDER BY rank LIMIT ?2");
+                let limit = sql_limit(limit);
+                let mut values: Vec<&dyn ToSql> = vec![&expr, &limit];
+                values.extend(tags.iter().map(|t| t as &dyn ToSql));
+                conn.prepare(&sql)?
+                    .query_map(values.as_slice(), |row| {
+                        Ok(SearchHit {
+                            id: row.get(0)?,
+                            title: row.get(1)?,
+                            tags: tags_from_json(row, 2)?,
+                            score: -row.get::<_, f64>(3)?,
+                        })
+                    })?
+                    .collect()
+            })
         })
     }
 

@@ -22,12 +22,24 @@ pub(super) fn match_expression(query: &str) -> Option<String> {
 }
 
 /// The FTS5 MATCH expression in which any one of the query's words (each also as a prefix)
-/// is enough: [`match_expression`]'s words joined by `OR`. `None` when no word is left.
-pub(super) fn any_word_expression(query: &str) -> Option<String> {
-    let words: Vec<String> = folded_words(query)
-        .map(|word| format!("\"{}\"*", word.replace('"', "\"\"")))
-        .collect();
-    (!words.is_empty()).then(|| words.join(" OR "))
+/// is enough: [`match_expression`]'s words joined by `OR`. A word `common(word)` says half the
+/// notes hold is left out (BM25 gives it no weight, and every note holding it would be a match
+/// to rank), unless every word is. `None` when no word is left.
+pub(super) fn any_word_expression<E>(
+    query: &str,
+    mut common: impl FnMut(&str) -> Result<bool, E>,
+) -> Result<Option<String>, E> {
+    let mut kept = Vec::new();
+    let mut all = Vec::new();
+    for word in folded_words(query) {
+        let quoted = format!("\"{}\"*", word.replace('"', "\"\""));
+        if !common(&word)? {
+            kept.push(quoted.clone());
+        }
+        all.push(quoted);
+    }
+    let words = if kept.is_empty() { all } else { kept };
+    Ok((!words.is_empty()).then(|| words.join(" OR ")))
 }
 
 #[cfg(test)]
@@ -36,11 +48,37 @@ mod tests {
 
     #[test]
     fn any_word_is_enough_and_operators_stay_words() {
+        let rare = |_: &str| Ok::<_, ()>(false);
         assert_eq!(
-            any_word_expression("ship a release OR").as_deref(),
+            any_word_expression("ship a release OR", rare)
+                .unwrap()
+                .as_deref(),
             Some(r#""ship"* OR "a"* OR "release"* OR "OR"*"#)
         );
-        assert_eq!(any_word_expression(" ** "), None);
+        assert_eq!(any_word_expression(" ** ", rare).unwrap(), None);
+    }
+
+    #[test]
+    fn words_in_half_the_notes_are_left_out_unless_all_are() {
+        let mut asked = Vec::new();
+        let common = |word: &str| {
+            asked.push(word.to_owned());
+            Ok::<_, ()>(matches!(word, "the" | "of"))
+        };
+        assert_eq!(
+            any_word_expression("the cost of shipping", common)
+                .unwrap()
+                .as_deref(),
+            Some(r#""cost"* OR "shipping"*"#)
+        );
+        assert_eq!(asked, ["the", "cost", "of", "shipping"]);
+        let everything = |_: &str| Ok::<_, ()>(true);
+        assert_eq!(
+            any_word_expression("the of", everything)
+                .unwrap()
+                .as_deref(),
+            Some(r#""the"* OR "of"*"#)
+        );
     }
 
     #[test]

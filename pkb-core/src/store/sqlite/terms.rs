@@ -338,13 +338,38 @@ fn merge_repeated(terms: Vec<(String, u32, u32)>) -> Vec<(String, u32, u32)> {
     merged
 }
 
-/// The one term FTS5 makes of a query word, or `None` when it makes several or none.
+/// The one term FTS5 makes of a (folded) query word, or `None` when it makes several or none.
 pub(super) fn query_term(conn: &Connection, word: &str) -> rusqlite::Result<Option<String>> {
+    // FTS5 only lowercases ASCII letters and digits; anything else goes through its
+    // tokenizer, which folds case and diacritics its own way.
+    if word.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Ok(Some(word.to_ascii_lowercase()));
+    }
     let mut terms = tokenize(conn, "", "", word)?;
     Ok(match terms.pop() {
         Some((term, _, 1)) if terms.is_empty() => Some(term),
         _ => None,
     })
+}
+
+/// Whether at least half of the store's `notes` hold one of the terms a query word starts (as
+/// a prefix): FTS5's BM25 gives such a word no weight.
+pub(super) fn in_half_the_notes(
+    conn: &Connection,
+    word: &str,
+    notes: i64,
+) -> rusqlite::Result<bool> {
+    let Some(term) = query_term(conn, word)? else {
+        return Ok(false);
+    };
+    // Every term starting with `term` sorts at or after it and before it followed by the
+    // greatest character.
+    let end = format!("{term}{}", char::MAX);
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM search_terms
+                        WHERE term >= ?1 AND term < ?2 AND notes * 2 >= ?3)",
+    )?
+    .query_row(rusqlite::params![term, end, notes], |r| r.get(0))
 }
 
 /// Fills `search_terms`, `note_terms` and `search_stats` for the notes already stored, when

@@ -173,15 +173,8 @@ fn search_routed(
     let mut matches: Vec<String> = Vec::new();
     for word in crate::store::query_words::folded_words(query) {
         let word = &*word;
-        // FTS5 only lowercases ASCII letters and digits; anything else goes through its
-        // tokenizer, which folds case and diacritics its own way.
-        let term = if word.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            word.to_ascii_lowercase()
-        } else {
-            match super::terms::query_term(conn, word)? {
-                Some(term) => term,
-                None => return Ok(Plan::Fts5Prefixes),
-            }
+        let Some(term) = super::terms::query_term(conn, word)? else {
+            return Ok(Plan::Fts5Prefixes);
         };
         let Some((word, phrases)) = expand(conn, &term)? else {
             return Ok(Plan::Fts5Prefixes);
