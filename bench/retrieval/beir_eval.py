@@ -133,12 +133,24 @@ def fit(title, suffix=""):
     return title + suffix
 
 
-def load_corpus(client, corpus_path, log):
-    """Writes every document; returns ({note id: doc id}, [(doc id, note id, title)], stats)."""
+def sampled(corpus_path, judged, size):
+    """The IDs of `size` documents: every one in `judged`, then the others at an even stride."""
+    ids = [doc["_id"] for doc in read_jsonl(corpus_path)]
+    others = [i for i in ids if i not in judged]
+    room = max(0, size - len(judged & set(ids)))
+    stride = max(1, len(others) // room) if room else len(others) + 1
+    return judged | set(others[::stride][:room])
+
+
+def load_corpus(client, corpus_path, log, only=None):
+    """Writes every document (of `only`, if given); returns ({note id: doc id},
+    [(doc id, note id, title)], stats)."""
     note_to_doc, written = {}, []
     stats = {"docs": 0, "truncated_titles": 0, "renamed": 0, "truncated_bodies": 0,
              "failed": 0, "empty_titles": 0}
     for doc in read_jsonl(corpus_path):
+        if only is not None and doc["_id"] not in only:
+            continue
         stats["docs"] += 1
         base = note_title(doc)
         if not one_line(doc.get("title") or ""):
@@ -241,6 +253,11 @@ def main():
     ap.add_argument("--index-timeout", type=float, default=7200.0)
     ap.add_argument("--run-file", help="also write each mode's top 10 as a TREC run file "
                     "(PATH.<mode>)")
+    ap.add_argument("--corpus-sample", type=int, default=0,
+                    help="write only N documents: those judged for the queries asked, then "
+                    "others at an even stride (0: the whole corpus); for a quick run")
+    ap.add_argument("--json", action="store_true",
+                    help="print the results as one JSON object instead of a table")
     args = ap.parse_args()
 
     def log(msg):
@@ -285,8 +302,12 @@ def main():
         else:
             log("loading the corpus through the write tool ...")
             t0 = time.time()
-            note_to_doc, written, stats = load_corpus(
-                client, os.path.join(args.data, "corpus.jsonl"), log)
+            corpus_path = os.path.join(args.data, "corpus.jsonl")
+            only = None
+            if args.corpus_sample:
+                judged = {d for q in qids for d in qrels[q]}
+                only = sampled(corpus_path, judged, args.corpus_sample)
+            note_to_doc, written, stats = load_corpus(client, corpus_path, log, only)
             load_s = time.time() - t0
             with open(map_path, "w") as f:
                 json.dump({"note_to_doc": note_to_doc, "written": written, "stats": stats}, f)
@@ -332,6 +353,13 @@ def main():
         client.close()
 
     name = os.path.basename(os.path.normpath(args.data))
+    if args.json:
+        print(json.dumps({
+            "collection": name, "queries": len(qids), "documents": len(written),
+            "vectors_ready_s": index_s,
+            "modes": {mode: {"ndcg_at_10": n, "recall_at_10": r, "empty": e, "p50_ms": p50}
+                      for mode, n, r, e, p50 in rows}}))
+        return
     print(f"\n### {name}: {len(qids)} {args.split} queries, {len(written)} documents\n")
     print("| mode | nDCG@10 | recall@10 | queries with no result | search p50 (ms) |")
     print("|---|---|---|---|---|")

@@ -21,6 +21,7 @@ mod measure;
 mod phases;
 mod postgres;
 mod report;
+mod retrieval;
 mod vault;
 
 use pkb_bench::corpus;
@@ -47,9 +48,12 @@ usage: cargo run --release -p pkb-bench -- [options]
                      history of a note with 1,000), and links (two stores of
                      10,000 notes, with five links each and without), and
                      meaning (search by meaning and hybrid, the indexer),
-                     and folder (a vault of 10,000 files as the store)
-                     [default: all]
+                     and folder (a vault of 10,000 files as the store), and
+                     retrieval (nDCG@10 on a BEIR collection; needs
+                     --retrieval-data) [default: all but meaning and retrieval]
   --meaning-notes N  notes in the meaning phase's store [default: 10000]
+  --retrieval-data DIR  a BEIR collection (corpus.jsonl, queries.jsonl, qrels/test.tsv)
+                     for the retrieval phase: see bench/retrieval/README.md
   --calls N          sequential calls per tool, after warm-up [default: 5000]
   --warmup N         warm-up calls before each sequential run [default: 500]
   --pipelined N      calls in the pipelined run [default: 20000]
@@ -86,6 +90,7 @@ struct Config {
     only: Option<Vec<String>>,
     postgres: Option<String>,
     meaning_notes: usize,
+    retrieval_data: Option<PathBuf>,
 }
 
 impl Config {
@@ -120,6 +125,7 @@ fn parse_args() -> Result<Mode, String> {
         only: None,
         postgres: None,
         meaning_notes: 10_000,
+        retrieval_data: None,
     };
     let mut floor = false;
     let mut preload = 0;
@@ -137,6 +143,10 @@ fn parse_args() -> Result<Mode, String> {
             "--floor-server" => floor = true,
             "--preload" => preload = number(&arg, args.next())?,
             "--meaning-notes" => config.meaning_notes = number(&arg, args.next())?,
+            "--retrieval-data" => {
+                config.retrieval_data =
+                    Some(args.next().ok_or("--retrieval-data needs a folder")?.into())
+            }
             "--json" => config.json = Some(args.next().ok_or("--json needs a file")?.into()),
             "--sizes" => {
                 let value = args.next().ok_or("--sizes needs a list")?;
@@ -484,6 +494,12 @@ fn targets_unchecked(key: &Key) -> Vec<Target> {
         ),
         holds: Some(key.meaning_ready_s <= 300.0 && key.meaning_during.iter().all(|r| *r <= 1.2)),
     });
+    let [hybrid, words] = key.retrieval_ndcg;
+    out.push(Target {
+        name: "hybrid nDCG@10 above words' (small retrieval run)".into(),
+        measured: format!("{hybrid:.3} vs {words:.3}"),
+        holds: Some(hybrid > words),
+    });
     out.push(Target {
         name: "peak RSS with the encoder loaded <= 150 MB".into(),
         measured: format!("{:.1} MB", key.meaning_rss_kib * 1024.0 / 1e6),
@@ -625,6 +641,17 @@ fn run(config: &Config) -> Result<(), Error> {
             &mut report,
             &mut key,
         )?;
+    }
+    if config
+        .only
+        .as_ref()
+        .is_some_and(|only| only.iter().any(|p| p == "retrieval"))
+    {
+        let data = config
+            .retrieval_data
+            .as_deref()
+            .ok_or("the retrieval phase needs --retrieval-data DIR")?;
+        retrieval::run(&server, data, temp.path(), &mut report, &mut key)?;
     }
     if config.runs("folder") {
         folder::run(

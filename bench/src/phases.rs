@@ -93,6 +93,8 @@ pub struct Key {
     pub folder_search_p50: [f64; 2],
     /// A change to a file until search finds it, p50 and p99 (µs).
     pub folder_outside: [f64; 2],
+    /// nDCG@10 of hybrid and of words in the small retrieval run.
+    pub retrieval_ndcg: [f64; 2],
 }
 
 impl Default for Key {
@@ -128,6 +130,7 @@ impl Default for Key {
             folder_fetch_p50: [f64::NAN; 2],
             folder_search_p50: [f64::NAN; 2],
             folder_outside: [f64::NAN; 2],
+            retrieval_ndcg: [f64::NAN; 2],
         }
     }
 }

@@ -11,6 +11,8 @@ pub enum Unit {
     PerSec,
     /// Memory, in KiB.
     Kib,
+    /// A retrieval measure between 0 and 1, such as nDCG@10.
+    Score,
 }
 
 impl Unit {
@@ -19,6 +21,7 @@ impl Unit {
             Unit::Micros => "us",
             Unit::PerSec => "per_s",
             Unit::Kib => "KiB",
+            Unit::Score => "score",
         }
     }
 
@@ -30,6 +33,7 @@ impl Unit {
             Unit::Micros => format!("{:.2} s", v / 1e6),
             Unit::PerSec => format!("{v:.0}/s"),
             Unit::Kib => format!("{:.1} MiB", v / 1024.0),
+            Unit::Score => format!("{v:.3}"),
         }
     }
 }
