@@ -80,7 +80,11 @@ pub fn run(
         .collect();
     let db = dir.join("meaning.db");
     let (mut peer, _) = Peer::start(&server_launch(server, &db))?;
+    // The store is seeded, and search by meaning may rank the seed notes among the results.
     let mut catalog = Catalog::default();
+    for note in corpus::seed_notes() {
+        catalog.push(note);
+    }
     eprintln!("pkb-bench: {section}: loading");
     let writes: Vec<Call> = loaded.iter().map(Call::write).collect();
     measure::pipeline(&mut peer, &writes, window, &catalog)?;

@@ -56,43 +56,27 @@ fn no_vector() -> MeaningError {
     MeaningError("the encoder gave no vector".into())
 }
 
-/// [`embed`] on the encoder's own thread, which runs at the lowest priority (nice 19): the
-/// background indexer's work takes only the CPU that requests do not want, so that writes and
-/// searches are not slowed by it. One thread for the whole process, started when first asked.
+/// [`embed`] on the encoder's own threads, which run in the idle scheduling class
+/// ([`super::idle_priority`]): the background indexer's work takes only the CPU that requests
+/// do not want, so that writes and searches are not slowed by it.
+#[cfg(feature = "meaning")]
 pub async fn embed_in_background(texts: Vec<String>) -> Result<Vec<Vec<f32>>, MeaningError> {
-    #[cfg(feature = "meaning")]
     if let Some(endpoint) = super::endpoint::chosen() {
         return endpoint.embed(texts).await;
     }
-    type Job = (
-        Vec<String>,
-        tokio::sync::oneshot::Sender<Result<Vec<Vec<f32>>, MeaningError>>,
-    );
-    static WORKER: std::sync::OnceLock<std::sync::Mutex<std::sync::mpsc::Sender<Job>>> =
-        std::sync::OnceLock::new();
-    let worker = WORKER.get_or_init(|| {
-        let (send, jobs) = std::sync::mpsc::channel::<Job>();
-        let started = std::thread::Builder::new()
-            .name("pkb-encoder".into())
-            .spawn(move || {
-                // Best effort: without it the encoder merely competes at normal priority.
-                let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
-                for (texts, answer) in jobs {
-                    let _ = answer.send(embed(&texts));
-                }
-            });
-        if let Err(error) = started {
-            tracing::warn!(%error, "cannot start the encoder's thread");
-        }
-        std::sync::Mutex::new(send)
-    });
     let (answer, answered) = tokio::sync::oneshot::channel();
-    crate::locks::lock(worker)
-        .send((texts, answer))
-        .map_err(|_| MeaningError("the encoder's thread has stopped".into()))?;
+    super::idle_priority::spawn(move || {
+        let _ = answer.send(embed(&texts));
+    });
     answered
         .await
-        .map_err(|_| MeaningError("the encoder's thread has stopped".into()))?
+        .map_err(|_| MeaningError("the encoder's threads have stopped".into()))?
+}
+
+/// Without the `meaning` feature there is no encoder.
+#[cfg(not(feature = "meaning"))]
+pub async fn embed_in_background(texts: Vec<String>) -> Result<Vec<Vec<f32>>, MeaningError> {
+    embed(&texts)
 }
 
 /// Without the `meaning` feature there is no encoder.

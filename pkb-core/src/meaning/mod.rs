@@ -7,6 +7,8 @@ mod encoder;
 #[cfg(feature = "meaning")]
 mod endpoint;
 pub mod fusion;
+#[cfg(feature = "meaning")]
+mod idle_priority;
 pub mod indexer;
 mod matrix;
 pub mod passages;

@@ -306,7 +306,7 @@ impl NoteBackend for SqliteBackend {
             in_snapshot(conn, || {
                 let notes = StoreSize::read(conn)?.notes;
                 let Some(expr) = query::any_word_expression(query, |word| {
-                    terms::in_half_the_notes(conn, word, notes)
+                    terms::share_of_notes(conn, word, notes)
                 })?
                 else {
                     return Ok(Vec::new());

@@ -1,5 +1,6 @@
 //! Turning user text into FTS5 queries that cannot be misread as query syntax.
 
+use super::terms::Share;
 use crate::store::query_words::folded_words;
 
 /// The FTS5 MATCH expression for a user query: each of its folded words as a quoted
@@ -22,23 +23,28 @@ pub(super) fn match_expression(query: &str) -> Option<String> {
 }
 
 /// The FTS5 MATCH expression in which any one of the query's words (each also as a prefix)
-/// is enough: [`match_expression`]'s words joined by `OR`. A word `common(word)` says half the
-/// notes hold is left out (BM25 gives it no weight, and every note holding it would be a match
-/// to rank), unless every word is. `None` when no word is left.
+/// is enough: [`match_expression`]'s words joined by `OR`. A word `share` says half the notes
+/// hold is left out when another word, held by some notes, is left: BM25 gives it no weight,
+/// and every note holding it would be a match to rank. `None` when no word is left.
 pub(super) fn any_word_expression<E>(
     query: &str,
-    mut common: impl FnMut(&str) -> Result<bool, E>,
+    mut share: impl FnMut(&str) -> Result<Share, E>,
 ) -> Result<Option<String>, E> {
     let mut kept = Vec::new();
     let mut all = Vec::new();
+    let mut kept_match = false;
     for word in folded_words(query) {
         let quoted = format!("\"{}\"*", word.replace('"', "\"\""));
-        if !common(&word)? {
-            kept.push(quoted.clone());
+        match share(&word)? {
+            Share::Half => {}
+            held => {
+                kept_match |= held == Share::Some;
+                kept.push(quoted.clone());
+            }
         }
         all.push(quoted);
     }
-    let words = if kept.is_empty() { all } else { kept };
+    let words = if kept_match { kept } else { all };
     Ok((!words.is_empty()).then(|| words.join(" OR ")))
 }
 
@@ -48,36 +54,44 @@ mod tests {
 
     #[test]
     fn any_word_is_enough_and_operators_stay_words() {
-        let rare = |_: &str| Ok::<_, ()>(false);
+        let held = |_: &str| Ok::<_, ()>(Share::Some);
         assert_eq!(
-            any_word_expression("ship a release OR", rare)
+            any_word_expression("ship a release OR", held)
                 .unwrap()
                 .as_deref(),
             Some(r#""ship"* OR "a"* OR "release"* OR "OR"*"#)
         );
-        assert_eq!(any_word_expression(" ** ", rare).unwrap(), None);
+        assert_eq!(any_word_expression(" ** ", held).unwrap(), None);
     }
 
     #[test]
-    fn words_in_half_the_notes_are_left_out_unless_all_are() {
+    fn words_in_half_the_notes_are_left_out_while_another_matches() {
         let mut asked = Vec::new();
-        let common = |word: &str| {
+        let share = |word: &str| {
             asked.push(word.to_owned());
-            Ok::<_, ()>(matches!(word, "the" | "of"))
+            Ok::<_, ()>(match word {
+                "the" | "of" => Share::Half,
+                "zebra" => Share::None,
+                _ => Share::Some,
+            })
         };
         assert_eq!(
-            any_word_expression("the cost of shipping", common)
+            any_word_expression("the cost of zebra shipping", share)
                 .unwrap()
                 .as_deref(),
-            Some(r#""cost"* OR "shipping"*"#)
+            Some(r#""cost"* OR "zebra"* OR "shipping"*"#)
         );
-        assert_eq!(asked, ["the", "cost", "of", "shipping"]);
-        let everything = |_: &str| Ok::<_, ()>(true);
+        assert_eq!(asked, ["the", "cost", "of", "zebra", "shipping"]);
+        let share = |word: &str| {
+            Ok::<_, ()>(match word {
+                "the" => Share::Half,
+                _ => Share::None,
+            })
+        };
         assert_eq!(
-            any_word_expression("the of", everything)
-                .unwrap()
-                .as_deref(),
-            Some(r#""the"* OR "of"*"#)
+            any_word_expression("the zebra", share).unwrap().as_deref(),
+            Some(r#""the"* OR "zebra"*"#),
+            "no other word would match: all are kept"
         );
     }
 

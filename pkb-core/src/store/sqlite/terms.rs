@@ -352,24 +352,42 @@ pub(super) fn query_term(conn: &Connection, word: &str) -> rusqlite::Result<Opti
     })
 }
 
-/// Whether at least half of the store's `notes` hold one of the terms a query word starts (as
-/// a prefix): FTS5's BM25 gives such a word no weight.
-pub(super) fn in_half_the_notes(
-    conn: &Connection,
-    word: &str,
-    notes: i64,
-) -> rusqlite::Result<bool> {
+/// How many of a store's notes hold a query word, as a prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Share {
+    /// No note holds a term it starts.
+    None,
+    /// Some notes do, fewer than half.
+    Some,
+    /// At least half the notes hold one of the terms it starts: FTS5's BM25 gives such a word
+    /// no weight.
+    Half,
+}
+
+/// How many of the store's `notes` hold one of the terms the query word starts.
+pub(super) fn share_of_notes(conn: &Connection, word: &str, notes: i64) -> rusqlite::Result<Share> {
     let Some(term) = query_term(conn, word)? else {
-        return Ok(false);
+        // Several terms, searched as a phrase: taken as held by some notes.
+        return Ok(Share::Some);
     };
     // Every term starting with `term` sorts at or after it and before it followed by the
     // greatest character.
     let end = format!("{term}{}", char::MAX);
-    conn.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM search_terms
-                        WHERE term >= ?1 AND term < ?2 AND notes * 2 >= ?3)",
-    )?
-    .query_row(rusqlite::params![term, end, notes], |r| r.get(0))
+    let half: bool = conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM search_terms
+                            WHERE term >= ?1 AND term < ?2 AND notes * 2 >= ?3)",
+        )?
+        .query_row(rusqlite::params![term, end, notes], |r| r.get(0))?;
+    if half {
+        return Ok(Share::Half);
+    }
+    let held: bool = conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM search_terms WHERE term >= ?1 AND term < ?2)",
+        )?
+        .query_row(rusqlite::params![term, end], |r| r.get(0))?;
+    Ok(if held { Share::Some } else { Share::None })
 }
 
 /// Fills `search_terms`, `note_terms` and `search_stats` for the notes already stored, when

@@ -1,0 +1,81 @@
+//! The encoder's background work at the idle scheduling class (Linux's `SCHED_IDLE`), on its
+//! own threads: a request that wakes takes the CPU from it at once, where at nice 19 it waited
+//! for the encoder's time slice to end (a write while notes were being embedded took 1.5x its
+//! time, with the benchmark and the server on one CPU).
+
+#![allow(unsafe_code)]
+
+use std::sync::OnceLock;
+
+/// Puts the calling thread in the idle scheduling class, or at nice 19 where that is refused.
+pub(super) fn lower_this_thread() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: `param` is a valid `sched_param` for the duration of the call, which only
+        // reads it; pid 0 names the calling thread.
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0 {
+            return;
+        }
+        // Best effort: without it the encoder merely competes at normal priority.
+        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
+    }
+}
+
+/// Runs `job` (the encoder's) on an idle thread, where the threads its matrix products
+/// spread over are idle ones too: a pool of its own, as many threads as this process may use
+/// CPUs, each lowered. Otherwise those products would run on rayon's global threads, made at
+/// normal priority by whichever thread first encoded a query.
+pub(super) fn spawn(job: impl FnOnce() + Send + 'static) {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|n| format!("pkb-encoder-{n}"))
+            .start_handler(|_| lower_this_thread())
+            .build()
+            .inspect_err(|error| tracing::warn!(%error, "cannot start the encoder's threads"))
+            .ok()
+    });
+    match pool {
+        Some(pool) => pool.spawn(job),
+        None => {
+            let started = std::thread::Builder::new()
+                .name("pkb-encoder".into())
+                .spawn(move || {
+                    lower_this_thread();
+                    job();
+                });
+            if let Err(error) = started {
+                tracing::warn!(%error, "cannot start the encoder's thread");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_encoders_threads_are_idle_ones() {
+        // SAFETY: `sched_getscheduler` takes no pointers; pid 0 names the calling thread.
+        let policy = || unsafe { libc::sched_getscheduler(0) };
+        let (told, heard) = std::sync::mpsc::channel();
+        spawn(move || {
+            let outer = policy();
+            // The pool the encoder's matrix products would spread over.
+            let inner = rayon::join(policy, policy);
+            told.send((outer, inner)).unwrap();
+        });
+        let (outer, (a, b)) = heard.recv().unwrap();
+        assert_eq!([outer, a, b], [libc::SCHED_IDLE; 3]);
+        assert_ne!(
+            policy(),
+            libc::SCHED_IDLE,
+            "the caller's own thread is left alone"
+        );
+    }
+}
