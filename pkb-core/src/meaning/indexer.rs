@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use futures::StreamExt;
 use tokio::sync::Notify;
 
 use super::passages::passages;
@@ -20,6 +21,14 @@ const BATCH: usize = 32;
 const LOOK_AGAIN: Duration = Duration::from_secs(10);
 /// How long it waits after a failure (a store that cannot be read, say).
 const AFTER_FAILURE: Duration = Duration::from_secs(5);
+
+/// Notes embedded at once: one for each CPU the process may use, at most 4, since each holds
+/// its own working memory (a few MB).
+fn at_once() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, 4)
+}
 
 /// The indexer of one store; it runs once started, for as long as the store is open.
 #[derive(Default)]
@@ -91,8 +100,16 @@ impl VectorIndexer {
                 let _ = tokio::time::timeout(LOOK_AGAIN, self.wake.notified()).await;
                 continue;
             }
-            for note in pending {
-                let vectors = match super::embed_in_background(passages(&note)).await {
+            // Several notes at once, each on a CPU of its own: a note's matrix products are
+            // too small to spread over several CPUs well.
+            let mut embedded = futures::stream::iter(pending)
+                .map(|note| async move {
+                    let vectors = super::embed_in_background(passages(&note)).await;
+                    (note, vectors)
+                })
+                .buffered(at_once());
+            while let Some((note, vectors)) = embedded.next().await {
+                let vectors = match vectors {
                     Ok(vectors) => vectors,
                     Err(error) => {
                         tracing::warn!(%error, id = note.id, "cannot make a note's vectors");
