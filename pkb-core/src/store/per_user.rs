@@ -1,7 +1,8 @@
 //! One store per user: a SQLite file each, under the data directory, named from a hash of
-//! the user's identity, opened at the user's first request and closed when idle, so that
-//! thousands of users do not hold thousands of open files and threads; or each user's rows
-//! of one PostgreSQL database.
+//! the user's identity, or each user's rows of one PostgreSQL database; opened at the user's
+//! first request and closed when idle, so that thousands of users do not hold thousands of
+//! open files and threads, and a user's store (with its caches and vector indexer) outlives
+//! each request.
 
 use super::sqlite;
 use std::collections::HashMap;
@@ -115,16 +116,9 @@ impl UserStores {
     /// `user`'s store, opened (and created, seeded) when it is not open.
     pub async fn store_for(&self, user: &User) -> Result<Store, StoreError> {
         let key = user.storage_key();
-        #[cfg(feature = "postgres")]
-        if let Location::Postgres(database) = &self.location {
-            return Ok(database.store_for(key));
-        }
         let slot = {
             let mut open = lock(&self.open);
-            if !open.contains_key(key)
-                && open.len() >= self.max_open
-                && matches!(self.location, Location::Dir(_))
-            {
+            if !open.contains_key(key) && open.len() >= self.max_open && self.closes() {
                 close_least_recently_used(&mut open);
             }
             let slot = open.entry(Arc::clone(key)).or_insert_with(|| {
@@ -168,6 +162,15 @@ impl UserStores {
         Ok(store)
     }
 
+    /// Whether stores are closed when idle or when too many are open. A PostgreSQL user's
+    /// store is kept between requests too, as a file's is: its vector indexer, started by a
+    /// search by meaning, goes on making the user's vectors after the request (a store made
+    /// for each request dropped it with the answer, and each search by meaning waited 3 s for
+    /// a new one). Stores in memory are never closed: they would be lost.
+    fn closes(&self) -> bool {
+        !matches!(self.location, Location::Memory)
+    }
+
     /// How many users' stores are open.
     pub fn open_count(&self) -> usize {
         lock(&self.open)
@@ -179,7 +182,7 @@ impl UserStores {
     /// Closes the stores of users idle for `idle`; requests still running on one keep it
     /// until they end. Returns how many were closed.
     pub fn close_idle(&self, idle: Duration) -> usize {
-        if !matches!(self.location, Location::Dir(_)) {
+        if !self.closes() {
             return 0;
         }
         let mut open = lock(&self.open);
@@ -241,6 +244,30 @@ fn private_folder(folder: &Path) -> Result<(), StoreError> {
 mod tests {
     use super::*;
     use crate::store::{NoteDraft, PutMode};
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test]
+    async fn a_postgresql_users_store_outlives_each_request() {
+        use crate::store::postgres::testing;
+        let Some(admin) = testing::admin_url() else {
+            return;
+        };
+        let url = testing::scratch_database(&admin).await;
+        let stores = UserStores::in_postgres(PgDatabase::connect(&url, false).await.unwrap());
+        let alice = User::token_user("alice");
+        let first = stores.store_for(&alice).await.unwrap();
+        let again = stores.store_for(&alice).await.unwrap();
+        assert!(
+            Arc::ptr_eq(first.engine(), again.engine()),
+            "one store, with its vector indexer, for the user's requests"
+        );
+        let bob = stores.store_for(&User::token_user("bob")).await.unwrap();
+        assert!(!Arc::ptr_eq(first.engine(), bob.engine()));
+        drop((first, again, bob));
+        assert_eq!(stores.open_count(), 2);
+        assert_eq!(stores.close_idle(Duration::ZERO), 2, "closed when idle");
+        assert_eq!(stores.open_count(), 0);
+    }
 
     #[tokio::test]
     async fn each_user_has_a_store_of_their_own() {
