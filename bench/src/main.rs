@@ -99,6 +99,13 @@ impl Config {
             .as_ref()
             .is_none_or(|only| only.iter().any(|p| p == part))
     }
+
+    /// Whether `--only` names `part`: for the parts a default run leaves out.
+    fn names(&self, part: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_some_and(|only| only.iter().any(|p| p == part))
+    }
 }
 
 enum Mode {
@@ -628,11 +635,7 @@ fn run(config: &Config) -> Result<(), Error> {
             &mut key,
         )?;
     }
-    if config
-        .only
-        .as_ref()
-        .is_some_and(|only| only.iter().any(|p| p == "meaning"))
-    {
+    if config.names("meaning") {
         meaning::run(
             &server,
             temp.path(),
@@ -642,11 +645,7 @@ fn run(config: &Config) -> Result<(), Error> {
             &mut key,
         )?;
     }
-    if config
-        .only
-        .as_ref()
-        .is_some_and(|only| only.iter().any(|p| p == "retrieval"))
-    {
+    if config.names("retrieval") {
         let data = config
             .retrieval_data
             .as_deref()

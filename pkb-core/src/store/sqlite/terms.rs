@@ -373,21 +373,14 @@ pub(super) fn share_of_notes(conn: &Connection, word: &str, notes: i64) -> rusql
     // Every term starting with `term` sorts at or after it and before it followed by the
     // greatest character.
     let end = format!("{term}{}", char::MAX);
-    let half: bool = conn
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM search_terms
-                            WHERE term >= ?1 AND term < ?2 AND notes * 2 >= ?3)",
-        )?
-        .query_row(rusqlite::params![term, end, notes], |r| r.get(0))?;
-    if half {
-        return Ok(Share::Half);
-    }
-    let held: bool = conn
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM search_terms WHERE term >= ?1 AND term < ?2)",
-        )?
+    let most: Option<i64> = conn
+        .prepare_cached("SELECT max(notes) FROM search_terms WHERE term >= ?1 AND term < ?2")?
         .query_row(rusqlite::params![term, end], |r| r.get(0))?;
-    Ok(if held { Share::Some } else { Share::None })
+    Ok(match most {
+        None | Some(0) => Share::None,
+        Some(most) if most * 2 >= notes => Share::Half,
+        Some(_) => Share::Some,
+    })
 }
 
 /// Fills `search_terms`, `note_terms` and `search_stats` for the notes already stored, when
