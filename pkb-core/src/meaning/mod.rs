@@ -11,9 +11,11 @@ pub mod fusion;
 mod idle_priority;
 pub mod indexer;
 mod matrix;
+mod matrix_cache;
 pub mod passages;
 
 pub use encoder::{MeaningError, embed, embed_in_background, embed_now, model_id};
 #[cfg(feature = "meaning")]
 pub use endpoint::{EmbeddingsEndpoint, use_embeddings_endpoint};
 pub use matrix::{Matrix, vector_bytes};
+pub use matrix_cache::MatrixCache;

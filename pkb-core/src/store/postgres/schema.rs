@@ -7,7 +7,7 @@ use tokio_postgres::error::SqlState;
 use crate::store::StoreError;
 
 /// The newest schema version this build writes and reads.
-pub(super) const SCHEMA_VERSION: i32 = 7;
+pub(super) const SCHEMA_VERSION: i32 = 8;
 
 /// The advisory lock every PKB instance takes while it migrates ("pkb" in ASCII).
 const MIGRATION_LOCK: i64 = 0x706b62;
@@ -175,8 +175,50 @@ CREATE TABLE pkb_note_vectors (
 );
 "#;
 
+/// Version 8: a generation of each user's vectors, moved on once by every transaction that
+/// adds or removes any of them, as it commits: a server keeps a user's vectors in memory
+/// while their generation stays, and a change made through any process moves it in the same
+/// commit (a count or a sequence read in a snapshot can miss an older transaction that
+/// commits later). The move is deferred to the commit so that the generation's row is locked
+/// last, when nothing else is waited for. A note's new version drops the vectors of the one
+/// before, as SQLite's store does, so that what a search by meaning keeps of a note (its
+/// title and tags) changes with the generation too.
+const V8: &str = r#"
+CREATE TABLE pkb_vector_generation (
+    owner text PRIMARY KEY,
+    generation bigint NOT NULL,
+    moved_by xid8 NOT NULL
+);
+
+CREATE FUNCTION pkb_vectors_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO pkb_vector_generation AS g (owner, generation, moved_by)
+    VALUES (CASE TG_OP WHEN 'DELETE' THEN OLD.owner ELSE NEW.owner END, 1, pg_current_xact_id())
+    ON CONFLICT (owner) DO UPDATE SET generation = g.generation + 1, moved_by = EXCLUDED.moved_by
+    WHERE g.moved_by <> EXCLUDED.moved_by;
+    RETURN NULL;
+END $$;
+
+CREATE CONSTRAINT TRIGGER pkb_vectors_changed AFTER INSERT OR DELETE ON pkb_note_vectors
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION pkb_vectors_changed();
+
+CREATE FUNCTION pkb_note_version_moved() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM pkb_note_vectors WHERE owner = OLD.owner AND id = OLD.id;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER pkb_note_version_moved AFTER UPDATE OF version ON pkb_notes
+    FOR EACH ROW WHEN (OLD.version IS DISTINCT FROM NEW.version)
+    EXECUTE FUNCTION pkb_note_version_moved();
+
+DELETE FROM pkb_note_vectors v USING pkb_notes n
+WHERE n.owner = v.owner AND n.id = v.id AND n.version <> v.version;
+"#;
+
 /// Every migration, in order: `MIGRATIONS[n]` takes version `n` to `n + 1`.
-const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2, V3, V4, V5, V6, V7];
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// Fills the link columns of every note from its title and body, in the caller's
 /// transaction: at the migration to version 6, and for `reindex`.

@@ -4,8 +4,6 @@
 //! search compares vectors in memory rather than reading every row again. While nothing at all
 //! is committed (the store's change stamp, as for notes) not even the generation is read.
 
-use std::sync::{Arc, Mutex};
-
 use rusqlite::Connection;
 
 use super::change_watch::ChangeStamp;
@@ -30,52 +28,6 @@ pub(super) fn load(conn: &Connection, model: &str) -> rusqlite::Result<Matrix> {
     Ok(matrix)
 }
 
-/// The matrix kept, of one model, at one generation of the vectors.
-#[derive(Default)]
-pub(super) struct VectorCache {
-    kept: Mutex<Option<Kept>>,
-}
-
-struct Kept {
-    /// The store's change stamp it was read or last found current at, if nothing was
-    /// committed meanwhile: while the stamp is the same, nothing needs reading at all.
-    at: Option<ChangeStamp>,
-    generation: i64,
-    model: String,
-    matrix: Arc<Matrix>,
-}
-
-impl VectorCache {
-    /// The matrix of `model` kept, if nothing was committed since `now`.
-    pub(super) fn at(&self, now: ChangeStamp, model: &str) -> Option<Arc<Matrix>> {
-        let kept = crate::locks::lock(&self.kept);
-        kept.as_ref()
-            .filter(|k| k.at == Some(now) && k.model == model)
-            .map(|k| Arc::clone(&k.matrix))
-    }
-
-    /// The matrix of `model` kept, if the vectors are still at `generation`.
-    pub(super) fn of_generation(&self, generation: i64, model: &str) -> Option<Arc<Matrix>> {
-        let kept = crate::locks::lock(&self.kept);
-        kept.as_ref()
-            .filter(|k| k.generation == generation && k.model == model)
-            .map(|k| Arc::clone(&k.matrix))
-    }
-
-    /// Keeps `matrix`, the vectors of `model` at `generation`, current at the change stamp
-    /// `at` if nothing was committed while it was read, in place of any other.
-    pub(super) fn keep(
-        &self,
-        at: Option<ChangeStamp>,
-        generation: i64,
-        model: &str,
-        matrix: Arc<Matrix>,
-    ) {
-        *crate::locks::lock(&self.kept) = Some(Kept {
-            at,
-            generation,
-            model: model.to_owned(),
-            matrix,
-        });
-    }
-}
+/// The matrix kept between searches, current while nothing is committed (the store's change
+/// stamp) or while the vectors' generation stays.
+pub(super) type VectorCache = crate::meaning::MatrixCache<ChangeStamp>;

@@ -147,3 +147,77 @@ async fn indexing_goes_on_after_a_restart() {
     );
     store.verify().await.unwrap();
 }
+
+/// On PostgreSQL a user's vectors are kept in memory between searches by meaning while their
+/// generation stays, and read again once any process has added or removed one.
+#[tokio::test]
+async fn postgresql_keeps_vectors_until_any_process_changes_them() {
+    let Some(admin) = postgres::testing::admin_url() else {
+        return;
+    };
+    let url = postgres::testing::database(&admin, "pkb_unit_tests").await;
+    let user = postgres::testing::fresh_key();
+    let here = postgres::PgDatabase::connect(&url, false)
+        .await
+        .unwrap()
+        .store_for(&user);
+    for (id, title, body) in [
+        (
+            "car",
+            "Fixing the car",
+            "The mechanic replaced the engine's timing belt and the brakes.",
+        ),
+        (
+            "groceries",
+            "Grocery list",
+            "Milk, eggs, bread and apples for the week.",
+        ),
+    ] {
+        here.put(draft(id, title, &[], body), PutMode::CreateOnly)
+            .await
+            .unwrap();
+    }
+    found_by_meaning(&here, "automobile repair", &[], "car").await;
+    let ids = found_by_meaning(&here, "food shopping", &[], "groceries").await;
+    assert_eq!(
+        ids.first().map(String::as_str),
+        Some("groceries"),
+        "{ids:?}"
+    );
+
+    // Removed behind the generation's back (with triggers off, as only a hand-made change
+    // could), the car's vectors are still in memory: the search read none of them again.
+    postgres::testing::execute(
+        &url,
+        &format!(
+            "SET session_replication_role = replica;
+             DELETE FROM pkb_note_vectors WHERE owner = '{user}' AND id = 'car'"
+        ),
+    )
+    .await;
+    let hits = here
+        .search_by_meaning("automobile repair", &[], 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        hits.first().map(|h| h.id.as_str()),
+        Some("car"),
+        "kept: {hits:?}"
+    );
+
+    // A note deleted through another process takes its vectors with it, and moves the
+    // generation in the same commit.
+    let elsewhere = postgres::PgDatabase::connect(&url, false)
+        .await
+        .unwrap()
+        .store_for(&user);
+    elsewhere.delete("groceries").await.unwrap();
+    let hits = here
+        .search_by_meaning("food shopping", &[], 10)
+        .await
+        .unwrap();
+    assert!(
+        hits.iter().all(|h| h.id != "groceries"),
+        "read again: {hits:?}"
+    );
+}

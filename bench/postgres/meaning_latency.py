@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Search by meaning on PostgreSQL at 10,000 notes: what a search costs once the vectors exist.
+
+    python3 bench/postgres/meaning_latency.py SERVER URL load     # an empty database: notes, vectors
+    python3 bench/postgres/meaning_latency.py SERVER URL measure  # 60 searches, the last 50 timed
+
+`load` imports 10,000 notes of about 1,000 characters with SERVER's `import`, then gives each
+note 3 vectors of the bundled encoder's identity directly in SQL (the same vector for every note:
+only the search's cost is measured, not its ranking; making real vectors takes 15 minutes).
+`measure` runs SERVER over stdio on URL and prints p50 and p99 of `search` with mode "meaning".
+"""
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "retrieval"))
+from beir_eval import PROTOCOL, McpClient  # noqa: E402
+
+MODEL = ("pocket-encoder/minilm-l3-q4-g32-v1@sha256:"
+         "dabb40d5d98a22372c8921acf048cb54bb8bf6d781b1233b2a360d5125789c7e")
+NOTES = 10_000
+
+
+def load(server, url, folder):
+    rng = random.Random(7)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
+             for _ in range(5000)]
+    os.makedirs(folder, exist_ok=True)
+    for i in range(NOTES):
+        body = " ".join(rng.choice(words) for _ in range(160))
+        with open(os.path.join(folder, f"note-{i}.md"), "w") as f:
+            f.write(f"# Note {i}\n\n{body}\n")
+    subprocess.run([server, "--db", url, "--no-seed", "import", folder], check=True,
+                   stdout=subprocess.DEVNULL)
+    # 1.0000001 in every coordinate: a valid vector of the encoder's 384 coordinates.
+    subprocess.run(["psql", url, "-q", "-c", f"""
+        INSERT INTO pkb_note_vectors (owner, id, version, passage, model, vector)
+        SELECT owner, id, version, p, '{MODEL}', decode(repeat('0100803f', 384), 'hex')
+        FROM pkb_notes, generate_series(0, 2) p; ANALYZE"""], check=True)
+
+
+def measure(server, url):
+    client = McpClient([server, "--db", url, "--no-seed"], "/dev/null")
+    client.request("initialize", {"protocolVersion": PROTOCOL, "capabilities": {},
+                                  "clientInfo": {"name": "meaning_latency", "version": "1"}})
+    client.notify("notifications/initialized")
+    times = []
+    for i in range(60):
+        start = time.perf_counter()
+        found, error = client.call_tool("search", {"query": f"tools for note {i}",
+                                                   "mode": "meaning"})
+        times.append((time.perf_counter() - start) * 1000)
+        assert error is None and found["results"], error
+    client.close()
+    timed = sorted(times[10:])
+    print(f"meaning p50 {statistics.median(timed):.1f} ms, "
+          f"p99 {timed[int(len(timed) * 0.99) - 1]:.1f} ms over {len(timed)} searches")
+
+
+if __name__ == "__main__":
+    server, url, stage = sys.argv[1:4]
+    if stage == "load":
+        load(server, url, os.environ.get("TMPDIR", "/tmp") + "/pkb-meaning-latency-notes")
+    else:
+        measure(server, url)

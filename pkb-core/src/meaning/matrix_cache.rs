@@ -1,0 +1,60 @@
+//! A store's vectors kept in memory for search by meaning's exact scan ([`Matrix`]), while
+//! their generation stays: every engine keeps a number that moves on whenever any process
+//! adds or removes a vector, so that a search compares vectors in memory rather than reading
+//! every one again. An engine that can tell that nothing at all was committed since (its
+//! `Stamp`) need not even read the generation.
+
+use std::sync::{Arc, Mutex};
+
+use super::Matrix;
+
+/// The matrix kept, of one model, at one generation of the vectors.
+pub struct MatrixCache<Stamp = ()> {
+    kept: Mutex<Option<Kept<Stamp>>>,
+}
+
+impl<Stamp> Default for MatrixCache<Stamp> {
+    fn default() -> Self {
+        Self {
+            kept: Mutex::new(None),
+        }
+    }
+}
+
+struct Kept<Stamp> {
+    /// The engine's change stamp it was read or last found current at, if nothing was
+    /// committed meanwhile: while the stamp is the same, nothing needs reading at all.
+    at: Option<Stamp>,
+    generation: i64,
+    model: String,
+    matrix: Arc<Matrix>,
+}
+
+impl<Stamp: PartialEq> MatrixCache<Stamp> {
+    /// The matrix of `model` kept, if nothing was committed since `now`.
+    pub fn at(&self, now: Stamp, model: &str) -> Option<Arc<Matrix>> {
+        let kept = crate::locks::lock(&self.kept);
+        kept.as_ref()
+            .filter(|k| k.at.as_ref() == Some(&now) && k.model == model)
+            .map(|k| Arc::clone(&k.matrix))
+    }
+
+    /// The matrix of `model` kept, if the vectors are still at `generation`.
+    pub fn of_generation(&self, generation: i64, model: &str) -> Option<Arc<Matrix>> {
+        let kept = crate::locks::lock(&self.kept);
+        kept.as_ref()
+            .filter(|k| k.generation == generation && k.model == model)
+            .map(|k| Arc::clone(&k.matrix))
+    }
+
+    /// Keeps `matrix`, the vectors of `model` at `generation`, current at the change stamp
+    /// `at` if nothing was committed while it was read, in place of any other.
+    pub fn keep(&self, at: Option<Stamp>, generation: i64, model: &str, matrix: Arc<Matrix>) {
+        *crate::locks::lock(&self.kept) = Some(Kept {
+            at,
+            generation,
+            model: model.to_owned(),
+            matrix,
+        });
+    }
+}
