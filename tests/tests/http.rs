@@ -555,8 +555,9 @@ async fn initializes_racing_for_the_last_sessions_open_no_more_than_max_sessions
 }
 
 /// A plain call in a session is answered as one JSON body, the same answer rmcp's event
-/// stream carries; a call asking for progress, or in a session whose client can be sampled
-/// (whose calls may send it requests on their own stream), keeps the event stream.
+/// stream carries, in a session whose client can be sampled too (whose calls may send it
+/// requests on their own stream, and did not); a call asking for progress keeps the event
+/// stream.
 #[tokio::test]
 async fn plain_calls_are_answered_as_json_and_calls_that_may_reach_the_client_as_event_streams() {
     let server = HttpServerProcess::start(&["--memory"]).await;
@@ -568,9 +569,9 @@ async fn plain_calls_are_answered_as_json_and_calls_that_may_reach_the_client_as
 
     let direct = plain.call("fetch", json!({"id": "todo"})).await;
     assert_eq!(content_type(&direct), "application/json");
-    let streamed = sampled.call("fetch", json!({"id": "todo"})).await;
-    assert_eq!(content_type(&streamed), "text/event-stream");
-    assert_eq!(direct.result(), streamed.result());
+    let sampled_direct = sampled.call("fetch", json!({"id": "todo"})).await;
+    assert_eq!(content_type(&sampled_direct), "application/json");
+    assert_eq!(direct.result(), sampled_direct.result());
 
     for (tool, arguments) in [
         ("no-such-tool", json!({})),
@@ -578,12 +579,18 @@ async fn plain_calls_are_answered_as_json_and_calls_that_may_reach_the_client_as
         ("fetch", json!({"id": "no-such-note"})),
     ] {
         let direct = plain.call(tool, arguments.clone()).await;
-        let streamed = sampled.call(tool, arguments).await;
+        let streamed = plain
+            .request(
+                "tools/call",
+                json!({"name": tool, "arguments": arguments, "_meta": {"progressToken": "p"}}),
+            )
+            .await;
         assert_eq!(content_type(&direct), "application/json");
+        assert_eq!(content_type(&streamed), "text/event-stream");
         let (direct, streamed) = (direct.message.unwrap(), streamed.message.unwrap());
-        // The whole message: `jsonrpc`, the request's `id` (the two clients number their
-        // requests alike), and the result or error.
-        assert_eq!(direct, streamed, "{tool}");
+        // The whole message: `jsonrpc`, the request's `id`, and the result or error.
+        assert_eq!(direct["result"], streamed["result"], "{tool}");
+        assert_eq!(direct["error"], streamed["error"], "{tool}");
         assert_eq!(direct["jsonrpc"], "2.0");
         assert!(direct["id"].is_number(), "{direct}");
     }
@@ -599,6 +606,91 @@ async fn plain_calls_are_answered_as_json_and_calls_that_may_reach_the_client_as
         with_progress.result()["structuredContent"]["note"]["id"],
         "todo"
     );
+}
+
+/// In a session whose client can be sampled, a call whose handler asks its client something
+/// is answered as an event stream from then on: the request first, then, once the client has
+/// answered it in a POST of its own, the call's answer.
+#[tokio::test]
+async fn a_call_that_asks_its_client_streams_the_request_then_its_answer() {
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    let mut sampled = RawHttp::new(&server.url, None);
+    sampled.initialize_declaring(json!({"sampling": {}})).await;
+    let call = json!({
+        "jsonrpc": "2.0", "id": 77, "method": "tools/call",
+        "params": {"name": "summarize", "arguments": {"id": "deploy-checklist"}},
+    });
+    let response = sampled.post_builder(&call).send().await.unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut events = EventReader::new(response);
+    let asked = events.next_message().await;
+    assert_eq!(asked["method"], "sampling/createMessage", "{asked}");
+    let reply = json!({
+        "jsonrpc": "2.0", "id": asked["id"],
+        "result": {"role": "assistant", "model": "test",
+                   "content": {"type": "text", "text": "Deploy in three steps."}},
+    });
+    let accepted = sampled.post_builder(&reply).send().await.unwrap();
+    assert_eq!(accepted.status(), 202);
+    let answered = events.next_message().await;
+    assert_eq!(answered["id"], 77, "{answered}");
+    let summary = &answered["result"]["structuredContent"];
+    assert_eq!(summary["summary"], "Deploy in three steps.", "{answered}");
+    assert_eq!(summary["source"], "sampling");
+    assert!(
+        events.next_message_or_end().await.is_none(),
+        "the stream ends"
+    );
+
+    // The session goes on answering plain calls as JSON.
+    let fetched = sampled.call("fetch", json!({"id": "todo"})).await;
+    assert_eq!(fetched.header("content-type").unwrap(), "application/json");
+}
+
+/// The JSON-RPC messages of an event stream, as they arrive.
+struct EventReader {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl EventReader {
+    fn new(response: reqwest::Response) -> Self {
+        Self {
+            response,
+            buffer: String::new(),
+        }
+    }
+
+    async fn next_message(&mut self) -> serde_json::Value {
+        self.next_message_or_end()
+            .await
+            .expect("the stream ended before the next message")
+    }
+
+    /// The next event's message (events without data, as priming events, are skipped), or
+    /// `None` once the stream ends.
+    async fn next_message_or_end(&mut self) -> Option<serde_json::Value> {
+        let deadline = std::time::Duration::from_secs(30);
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                let data: String = event
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("data:"))
+                    .map(str::trim)
+                    .collect();
+                if !data.is_empty() {
+                    return Some(serde_json::from_str(&data).expect("an event of JSON"));
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(deadline, self.response.chunk())
+                .await
+                .expect("the next event within 30 s")
+                .expect("the stream reads")?;
+            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
 }
 
 /// Sends the server SIGTERM.

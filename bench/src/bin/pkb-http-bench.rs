@@ -185,7 +185,9 @@ struct Session {
 }
 
 impl Session {
-    async fn open(origin: &str, token: Option<&str>) -> Result<Self, String> {
+    /// A session whose client declares `capabilities` (as VS Code declares sampling,
+    /// elicitation and roots).
+    async fn open(origin: &str, token: Option<&str>, capabilities: &Value) -> Result<Self, String> {
         let tcp = tokio::net::TcpStream::connect(origin)
             .await
             .map_err(|e| format!("connect {origin}: {e}"))?;
@@ -204,7 +206,7 @@ impl Session {
         let (headers, answer) = session
             .post(
                 json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
+                "protocolVersion": "2025-11-25", "capabilities": capabilities,
                 "clientInfo": {"name": "pkb-http-bench", "version": "1"}}}),
             )
             .await?;
@@ -301,7 +303,17 @@ async fn latency(
     token: Option<&str>,
     calls: usize,
 ) -> Result<(f64, f64, f64), String> {
-    let mut session = Session::open(&server.origin, token).await?;
+    latency_declaring(server, token, calls, &json!({})).await
+}
+
+/// [`latency`] of a session whose client declares `capabilities`.
+async fn latency_declaring(
+    server: &Listening,
+    token: Option<&str>,
+    calls: usize,
+    capabilities: &Value,
+) -> Result<(f64, f64, f64), String> {
+    let mut session = Session::open(&server.origin, token, capabilities).await?;
     for _ in 0..calls / 10 {
         session.fetch("deploy-checklist").await?;
     }
@@ -319,7 +331,7 @@ async fn latency(
 async fn throughput(server: &Listening, sessions: usize, seconds: u64) -> Result<f64, String> {
     let mut open = Vec::with_capacity(sessions);
     for _ in 0..sessions {
-        open.push(Session::open(&server.origin, None).await?);
+        open.push(Session::open(&server.origin, None, &json!({})).await?);
     }
     let done = Arc::new(AtomicU64::new(0));
     let until = Instant::now() + Duration::from_secs(seconds);
@@ -346,7 +358,7 @@ async fn idle_sessions(server: &Listening, count: usize) -> Result<(f64, f64), S
     let before = server.rss_kib();
     for _ in 0..count {
         // The connection closes; the session stays until it idles out.
-        drop(Session::open(&server.origin, None).await?);
+        drop(Session::open(&server.origin, None, &json!({})).await?);
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let after = server.rss_kib();
@@ -429,9 +441,15 @@ async fn bench(config: &Config) -> Result<(), String> {
     let pkb_latency = latency(&pkb, None, config.calls).await?;
     let tokens_latency = latency(&tokens, Some(&token), config.calls).await?;
     let oauth_latency = latency(&oauth, Some(&issuer.token), config.calls).await?;
+    let declaring = json!({"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}});
+    let declaring_latency = latency_declaring(&pkb, None, config.calls, &declaring).await?;
     for (who, (p50, p99, cpu)) in [
         (floor.name, floor_latency),
         (pkb.name, pkb_latency),
+        (
+            "pkb, client declaring sampling, elicitation and roots",
+            declaring_latency,
+        ),
         (tokens.name, tokens_latency),
         (oauth.name, oauth_latency),
     ] {
@@ -445,6 +463,12 @@ async fn bench(config: &Config) -> Result<(), String> {
     let ratio = pkb_latency.0 / floor_latency.0;
     targets.push((
         "tools/call p50 <= 1.5x floor".into(),
+        format!("{ratio:.2}x"),
+        ratio <= 1.5,
+    ));
+    let ratio = declaring_latency.0 / floor_latency.0;
+    targets.push((
+        "tools/call p50 <= 1.5x floor, client declaring sampling, elicitation and roots".into(),
         format!("{ratio:.2}x"),
         ratio <= 1.5,
     ));

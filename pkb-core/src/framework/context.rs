@@ -13,11 +13,12 @@ use std::time::Duration;
 
 use rmcp::model::{
     ClientResult, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationSchema, Implementation,
-    InputRequest, ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
-    ProgressNotificationParam, ProgressToken, ResourceUpdatedNotificationParam, ServerRequest,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationSchema, GetExtensions,
+    Implementation, InputRequest, ListRootsRequest, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, RequestId,
+    ResourceUpdatedNotificationParam, ServerRequest,
 };
-use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::service::{OriginatingRequestId, PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -68,6 +69,9 @@ pub struct Context {
     /// The client the request itself named (`_meta`, as 2026-07-28 carries it), over the
     /// one its session's `initialize` named.
     request_client: Option<Implementation>,
+    /// The id of the request being answered: what the handler asks the client rides that
+    /// request's own response stream over HTTP.
+    request_id: Option<RequestId>,
 }
 
 /// Per-connection state shared by every request of one client: its resource subscriptions and
@@ -246,7 +250,14 @@ impl Context {
             progress_token: None,
             logger: Arc::from("mcp"),
             request_client: None,
+            request_id: None,
         }
+    }
+
+    /// The same context, answering the request `id`.
+    pub fn with_request_id(mut self, id: RequestId) -> Self {
+        self.request_id = Some(id);
+        self
     }
 
     /// The same context for a request that named its client itself (`_meta`).
@@ -385,17 +396,34 @@ impl Context {
         params
             .validate()
             .map_err(|error| ClientRequestError::Failed(error.to_string()))?;
-        // Sent with rmcp's own timeout, which tells the client when it is given up
-        // (notifications/cancelled), so the client stops working on an answer nobody awaits.
+        let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
+        match self.ask(peer, request, timeout).await? {
+            ClientResult::CreateMessageResult(result) => Ok(*result),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// Sends `request` to the client and waits for its answer, given up after `timeout`.
+    /// It is marked as sent while answering this context's request, so that over HTTP it
+    /// rides that request's own response stream (SEP-2260). rmcp's own timeout tells the
+    /// client when it is given up (`notifications/cancelled`), so the client stops working on
+    /// an answer nobody awaits.
+    async fn ask(
+        &self,
+        peer: &Peer<RoleServer>,
+        mut request: ServerRequest,
+        timeout: Duration,
+    ) -> Result<ClientResult, ClientRequestError> {
+        if let Some(id) = &self.request_id {
+            request
+                .extensions_mut()
+                .insert(OriginatingRequestId(id.clone()));
+        }
         let mut options = PeerRequestOptions::default();
         options.timeout = Some(timeout);
-        let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
         let asked = async {
             let sent = peer.send_request_with_option(request, options).await?;
-            match sent.await_response().await? {
-                ClientResult::CreateMessageResult(result) => Ok(*result),
-                _ => Err(ServiceError::UnexpectedResponse),
-            }
+            sent.await_response().await
         };
         // rmcp's own timeout comes first; this one only bounds the send.
         self.client_answer(asked, timeout + CANCEL_GRACE).await
@@ -492,8 +520,11 @@ impl Context {
                 request,
             ));
         }
-        self.client_answer(peer.create_elicitation(params), timeout)
-            .await
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+        match self.ask(peer, request, timeout).await? {
+            ClientResult::ElicitResult(result) => Ok(result),
+            _ => Err(unexpected()),
+        }
     }
 
     /// The client's roots (the folders or files it works in), giving up after `timeout`. The
@@ -511,7 +542,11 @@ impl Context {
             let request = InputRequest::ListRoots(ListRootsRequest::default());
             return from_round(round.answer("roots", self.input_name("roots"), request));
         }
-        self.client_answer(peer.list_roots(), timeout).await
+        let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
+        match self.ask(peer, request, timeout).await? {
+            ClientResult::ListRootsResult(result) => Ok(result),
+            _ => Err(unexpected()),
+        }
     }
 
     /// The same context, naming the requests it makes of the client `name` (then `name-2`,
@@ -573,6 +608,11 @@ impl Context {
             }
         }
     }
+}
+
+/// A client's answer of another kind than the request's.
+fn unexpected() -> ClientRequestError {
+    ClientRequestError::Failed(ServiceError::UnexpectedResponse.to_string())
 }
 
 /// What a handler's request to the client gets in a round: the client's earlier answer, or

@@ -187,7 +187,8 @@ impl McpServer {
         .with_elicitation(elicitation)
         .with_roots(roots)
         .with_logger(Arc::clone(&self.logger))
-        .with_client_info(request.meta.client_info());
+        .with_client_info(request.meta.client_info())
+        .with_request_id(request.id.clone());
         let user = self.user_of(request)?;
         context = context.with_changes(Arc::clone(&self.changes), Arc::clone(user.storage_key()));
         if is_stateless(request) {

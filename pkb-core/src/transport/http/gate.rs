@@ -17,7 +17,7 @@ use http::{HeaderValue, Method, StatusCode};
 use rmcp::transport::streamable_http_server::session::SessionManager;
 
 use super::BearerAuth;
-use super::direct_calls::{self, DirectCall};
+use super::direct_calls::{self, DirectCall, DirectSession};
 use super::in_flight::{InFlight, InFlightGuard, held_until_sent};
 use super::message::Message;
 use super::revision::{self, Revision};
@@ -28,7 +28,6 @@ use super::{priming, unreadable};
 use crate::framework::access::{Access, Principal};
 use crate::framework::registry::Catalog;
 use crate::locks::lock;
-use crate::transport::InlineToolCalls;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -120,7 +119,7 @@ struct NamedSession {
     /// The id, as passed on to rmcp: another user's is replaced by one never issued.
     id: Option<String>,
     /// The session's direct answers to plain calls, when it is the caller's.
-    calls: Option<Arc<InlineToolCalls>>,
+    calls: Option<DirectSession>,
 }
 
 /// What the stages before rmcp leave for the stages after it.
@@ -466,7 +465,7 @@ impl Gate {
         response: &Response,
         passage: &Passage<'_>,
         reservation: Option<SessionPlace<'_>>,
-        calls: Option<Arc<InlineToolCalls>>,
+        calls: Option<DirectSession>,
     ) {
         let Some(issued) = response
             .headers()

@@ -6,6 +6,7 @@
 //! prompts are the same as on stdio: no handler learns which transport it is on.
 
 mod bearer;
+mod call_streams;
 mod direct_calls;
 mod gate;
 mod in_flight;
@@ -14,6 +15,7 @@ mod message;
 mod origin;
 mod priming;
 mod revision;
+mod session_manager;
 mod sessions;
 mod stateless_streams;
 mod stream_places;
@@ -175,11 +177,13 @@ impl HttpServer {
         ));
 
         let cancel = CancellationToken::new();
-        let mut sessions = LocalSessionManager::default();
+        let mut rmcp_sessions = LocalSessionManager::default();
         // The gate ends idle sessions itself (rmcp's timer would not see the calls the gate
         // answers directly).
-        sessions.session_config.keep_alive = None;
-        let sessions = Arc::new(sessions);
+        rmcp_sessions.session_config.keep_alive = None;
+        let sessions = Arc::new(session_manager::RoutedSessions {
+            local: rmcp_sessions,
+        });
         // Host and Origin are checked by `origin`, before rmcp: its lists are turned off.
         let config = StreamableHttpServerConfig::default()
             .disable_allowed_hosts()

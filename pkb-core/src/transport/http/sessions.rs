@@ -8,18 +8,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::transport::streamable_http_server::session::SessionManager;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 use super::BearerAuth;
+use super::direct_calls::DirectSession;
 use super::stateless_streams::StatelessStreams;
 use crate::identity::User;
 use crate::locks::lock;
-use crate::transport::InlineToolCalls;
 
 /// The sessions of one server, as rmcp keeps them and as the gate knows their owners.
 pub(super) struct Sessions {
     /// rmcp's sessions.
-    pub(super) manager: Arc<LocalSessionManager>,
+    pub(super) manager: Arc<super::session_manager::RoutedSessions>,
     /// At most this many at once.
     pub(super) max: usize,
     /// `initialize` requests let through and not yet answered: each holds a place under
@@ -41,7 +40,7 @@ pub struct Owner {
     pub(super) last_seen: Instant,
     /// The session's server, answering its plain tool calls without rmcp (see
     /// [`direct_calls`]).
-    pub(super) calls: Option<Arc<InlineToolCalls>>,
+    pub(super) calls: Option<DirectSession>,
 }
 
 /// A place under `--max-sessions` held for an `initialize` on its way. The count of places
@@ -73,7 +72,7 @@ impl Drop for SessionPlace<'_> {
 impl Sessions {
     /// No sessions yet, of rmcp's `manager`, at most `max`, ended after `idle_timeout`.
     pub(super) fn new(
-        manager: Arc<LocalSessionManager>,
+        manager: Arc<super::session_manager::RoutedSessions>,
         max: usize,
         idle_timeout: Duration,
     ) -> Self {
@@ -140,7 +139,7 @@ impl Sessions {
             tracing::debug!(session = %id, "ending a session whose initialize never came back");
             let _ = self.manager.close_session(&id.as_str().into()).await;
         }
-        let open = self.manager.sessions.read().await;
+        let open = self.manager.local.sessions.read().await;
         lock(&self.owners).retain(|id, _| open.contains_key(id.as_str()));
     }
 
@@ -153,6 +152,7 @@ impl Sessions {
     async fn sessions_without_owner(&self) -> Vec<String> {
         let open: Vec<String> = self
             .manager
+            .local
             .sessions
             .read()
             .await
