@@ -6,7 +6,8 @@
 #![allow(deprecated)]
 
 use std::borrow::Cow;
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
@@ -30,6 +31,7 @@ use super::registry::Catalog;
 use super::tool::ToolReply;
 use crate::framework::access::Principal;
 use crate::identity::User;
+use crate::locks::lock;
 use crate::{CompletionTarget, Context, Registry, ResourceBody, ResourceError, Session};
 
 /// The most entries in one page of resources/list.
@@ -52,7 +54,14 @@ pub struct McpServer {
     user: Arc<OnceLock<User>>,
     /// Seals the state of calls waiting for the client's input (2026-07-28).
     round_states: Arc<RoundStates>,
+    /// Where the changes were when each `subscriptions/listen` being set up was accepted,
+    /// by the task setting it up.
+    listen_positions: Arc<Mutex<HashMap<tokio::task::Id, u64>>>,
 }
+
+/// `subscriptions/listen` requests between acceptance and their stream, at most: more are
+/// only those whose acknowledgment failed.
+const MAX_LISTENS_SETTING_UP: usize = 1024;
 
 /// The principal the HTTP transport found for this request, if any.
 fn principal_of(request: &RequestContext<RoleServer>) -> Option<&Principal> {
@@ -77,6 +86,7 @@ impl McpServer {
             changes: Arc::default(),
             user: Arc::default(),
             round_states: Arc::new(RoundStates::random()),
+            listen_positions: Arc::default(),
         }
     }
 
@@ -729,6 +739,17 @@ impl ServerHandler for McpServer {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
+        // rmcp acknowledges the stream to the client before it calls `listen`, in this same
+        // task: the changes from here on are the stream's, or a write the client makes as
+        // soon as it is acknowledged could be missed.
+        if let Some(task) = tokio::task::try_id() {
+            let mut positions = lock(&self.listen_positions);
+            if positions.len() >= MAX_LISTENS_SETTING_UP {
+                // Those of streams whose acknowledgment failed, never taken.
+                positions.clear();
+            }
+            positions.insert(task, self.changes.position());
+        }
         let mut accepted = SubscriptionFilter::new();
         accepted.resources_list_changed = requested.resources_list_changed;
         // Only resources that exist as names: a note's URI (whether or not the note does
@@ -744,7 +765,11 @@ impl ServerHandler for McpServer {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let user = self.user_of(context.request_context())?.clone();
-        let mut changes = self.changes.subscribe(user.storage_key());
+        let position = tokio::task::try_id()
+            .and_then(|task| lock(&self.listen_positions).remove(&task))
+            .unwrap_or(u64::MAX);
+        let (missed, mut changes) = self.changes.subscribe_since(user.storage_key(), position);
+        let mut missed = missed.into_iter();
         let accepted = context.accepted().clone();
         let wants = |uri: &str| {
             accepted
@@ -755,9 +780,12 @@ impl ServerHandler for McpServer {
         let sink = context.sink().clone();
         // Everything the stream holds (the receiver, the sink) is dropped when it ends.
         loop {
-            let change = tokio::select! {
-                () = context.cancelled() => return Ok(()),
-                change = changes.recv() => change,
+            let change = match missed.next() {
+                Some(change) => Ok(change),
+                None => tokio::select! {
+                    () = context.cancelled() => return Ok(()),
+                    change = changes.recv() => change,
+                },
             };
             let sent = match change {
                 Ok(change) => match change.kind {
