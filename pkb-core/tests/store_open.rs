@@ -417,15 +417,15 @@ fn refuses_a_store_from_a_newer_version() {
     let path = pkb_file(dir.path(), 3);
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.pragma_update(None, "user_version", 9).unwrap();
+        conn.pragma_update(None, "user_version", 10).unwrap();
     }
     let err = refused(&path, true);
     assert!(
         matches!(
             err,
             StoreError::TooNew {
-                found: 9,
-                supported: 8,
+                found: 10,
+                supported: 9,
                 ..
             }
         ),
@@ -434,7 +434,7 @@ fn refuses_a_store_from_a_newer_version() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} was written by a newer PKB (schema version 9, this build reads up to 8)",
+            "{} was written by a newer PKB (schema version 10, this build reads up to 9)",
             path.display()
         )
     );
@@ -477,7 +477,7 @@ fn a_missing_file_is_created_with_its_folders() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(app_id, 0x504B_4231);
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     assert_eq!(mode, "wal");
 }
 
@@ -566,7 +566,7 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     let (notes, indexed): (i64, i64) = conn
         .query_row(
             "SELECT (SELECT notes FROM search_stats), (SELECT count(*) FROM note_terms)",
@@ -617,7 +617,7 @@ fn a_version_4_store_keeps_each_note_as_its_version_1() {
     });
     drop(store);
     let (version, _) = version_and_index(&path);
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
 }
 
 #[test]
@@ -644,17 +644,48 @@ fn a_version_7_store_keeps_its_vectors_and_counts_their_changes_from_then() {
     block_on(store.verify()).unwrap();
     drop(store);
     let (version, _) = version_and_index(&path);
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     let conn = rusqlite::Connection::open(&path).unwrap();
     assert_eq!(
         vectors(&conn),
         before,
         "the vectors made before the upgrade stay"
     );
-    let generation: i64 = conn
-        .query_row("SELECT generation FROM vector_generation", [], |r| r.get(0))
+    let generation: (i64, i64) = conn
+        .query_row(
+            "SELECT generation, removals FROM vector_generation",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .unwrap();
-    assert_eq!(generation, 0);
+    assert_eq!(generation, (0, 0));
+}
+
+#[test]
+fn a_version_8_store_gets_the_count_of_removals() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 3);
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "ALTER TABLE vector_generation DROP COLUMN removals;
+             UPDATE vector_generation SET generation = 5; PRAGMA user_version = 8;",
+        )
+        .unwrap();
+    }
+    let store = sqlite::open(&path, true).unwrap();
+    block_on(store.verify()).unwrap();
+    drop(store);
+    assert_eq!(version_and_index(&path).0, 9);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let generation: (i64, i64) = conn
+        .query_row(
+            "SELECT generation, removals FROM vector_generation",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(generation, (5, 0), "the generation stays where it was");
 }
 
 #[test]
@@ -686,7 +717,7 @@ fn a_version_5_store_gets_the_links_of_every_note() {
     });
     drop(store);
     let (version, _) = version_and_index(&path);
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
 }
 
 #[test]
@@ -712,7 +743,7 @@ fn a_version_2_store_gets_the_prefix_index_and_its_notes_stay_searchable() {
     });
     drop(store);
     let (version, sql) = version_and_index(&path);
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     assert!(sql.contains("prefix = '2 3'"), "{sql}");
 }
 
@@ -752,7 +783,7 @@ fn a_version_3_store_is_indexed_folded_and_finds_what_its_notes_read_as() {
     });
     drop(store);
     let (version, sql) = version_and_index(&path);
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     assert!(sql.contains("content = 'notes_folded'"), "{sql}");
 }
 

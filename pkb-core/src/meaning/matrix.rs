@@ -10,7 +10,7 @@ pub fn vector_bytes(vector: &[f32]) -> Vec<u8> {
 }
 
 /// Every vector of one encoder, with the notes they belong to.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Matrix {
     notes: Vec<Owner>,
     /// For each vector, its note's index in `notes`.
@@ -19,8 +19,12 @@ pub struct Matrix {
     scales: Vec<f32>,
     coordinates: Vec<i8>,
     dimensions: usize,
+    /// The engine's position of the last vector read (SQLite's row id), from which the vectors
+    /// added later are read.
+    read_through: i64,
 }
 
+#[derive(Clone)]
 struct Owner {
     id: String,
     title: String,
@@ -31,6 +35,16 @@ impl Matrix {
     /// Whether the last vector added was of the note `id`: a note's passages come together.
     pub fn holds_last(&self, id: &str) -> bool {
         self.notes.last().is_some_and(|owner| owner.id == id)
+    }
+
+    /// The engine's position of the last vector read, as [`Matrix::set_read_through`] said.
+    pub fn read_through(&self) -> i64 {
+        self.read_through
+    }
+
+    /// Notes the engine's position of the last vector read.
+    pub fn set_read_through(&mut self, position: i64) {
+        self.read_through = self.read_through.max(position);
     }
 
     /// Adds a note, whose vectors [`Matrix::push_vector`] adds next.

@@ -26,6 +26,8 @@ struct Kept<Stamp> {
     /// committed meanwhile: while the stamp is the same, nothing needs reading at all.
     at: Option<Stamp>,
     generation: i64,
+    /// How many of the generation's moves removed vectors, for an engine that counts them.
+    removals: i64,
     model: String,
     matrix: Arc<Matrix>,
 }
@@ -47,12 +49,29 @@ impl<Stamp: PartialEq> MatrixCache<Stamp> {
             .map(|k| Arc::clone(&k.matrix))
     }
 
-    /// Keeps `matrix`, the vectors of `model` at `generation`, current at the change stamp
-    /// `at` if nothing was committed while it was read, in place of any other.
-    pub fn keep(&self, at: Option<Stamp>, generation: i64, model: &str, matrix: Arc<Matrix>) {
+    /// The matrix of `model` kept, whatever its generation, with its generation and count of
+    /// removals: an engine may read what was added since rather than every vector again.
+    pub fn latest(&self, model: &str) -> Option<(i64, i64, Arc<Matrix>)> {
+        let kept = crate::locks::lock(&self.kept);
+        kept.as_ref()
+            .filter(|k| k.model == model)
+            .map(|k| (k.generation, k.removals, Arc::clone(&k.matrix)))
+    }
+
+    /// Keeps `matrix`, the vectors of `model` at `generation` (with `removals`, for an engine
+    /// that counts them), current at the change stamp `at` if nothing was committed while it
+    /// was read, in place of any other.
+    pub fn keep(
+        &self,
+        at: Option<Stamp>,
+        (generation, removals): (i64, i64),
+        model: &str,
+        matrix: Arc<Matrix>,
+    ) {
         *crate::locks::lock(&self.kept) = Some(Kept {
             at,
             generation,
+            removals,
             model: model.to_owned(),
             matrix,
         });

@@ -415,7 +415,7 @@ impl PgNotes {
         tx.commit().await.map_err(&failed)?;
         let matrix = Arc::new(matrix);
         self.vector_cache
-            .keep(None, generation, model, Arc::clone(&matrix));
+            .keep(None, (generation, 0), model, Arc::clone(&matrix));
         Ok(matrix)
     }
 

@@ -738,8 +738,8 @@ mod tests {
             hits.into_iter().map(|h| h.id).collect()
         };
         let kept = |store: &SqliteBackend| {
-            let generation = store.read_for_tests(vectors::generation);
-            store.vector_cache.of_generation(generation, model)
+            let now = store.read_for_tests(vectors::generation);
+            store.vector_cache.of_generation(now.generation, model)
         };
         assert_eq!(nearest(&backend), ["north"]);
         let first = kept(&backend).expect("the matrix is kept");
@@ -753,13 +753,23 @@ mod tests {
         let after = kept(&backend).expect("still kept");
         assert!(Arc::ptr_eq(&first, &after), "the matrix was not read again");
 
-        // Vectors added by another process, and a note with vectors changed: read again.
+        // North's vector turned around behind the generation's back, as only a change
+        // bypassing PKB could: vectors added by another process are read alone, so the kept
+        // north still leads.
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute(
+                "UPDATE note_vectors SET vector = ?1",
+                [crate::meaning::vector_bytes(&unit(-1.0))],
+            )
+            .unwrap();
         assert!(
             other
                 .put_vectors("south", 1, model, vec![unit(0.6)])
                 .unwrap()
         );
         assert_eq!(nearest(&backend), ["north", "south"]);
+        // A note with vectors changed, which removes them: everything is read again.
         other.put(draft("north"), PutMode::Replace, &by).unwrap();
         assert_eq!(
             nearest(&backend),

@@ -372,20 +372,28 @@ impl NoteBackend for SqliteBackend {
             self.requests.fetch_add(1, Ordering::Relaxed);
             return Ok(kept.nearest(query, tags, limit));
         }
-        let (generation, matrix) = self.read(SEARCH_NOTES, |conn| {
+        let (now, matrix) = self.read(SEARCH_NOTES, |conn| {
             in_snapshot(conn, || {
-                let generation = vectors::generation(conn)?;
-                let matrix = match self.vector_cache.of_generation(generation, model) {
-                    Some(kept) => kept,
-                    None => std::sync::Arc::new(vector_cache::load(conn, model)?),
+                let now = vectors::generation(conn)?;
+                let matrix = match self.vector_cache.latest(model) {
+                    Some((generation, _, kept)) if generation == now.generation => kept,
+                    // Only added since (the indexer catching up): those alone are read.
+                    Some((_, removals, kept)) if removals == now.removals => {
+                        std::sync::Arc::new(vector_cache::with_added(conn, model, &kept)?)
+                    }
+                    _ => std::sync::Arc::new(vector_cache::load(conn, model)?),
                 };
-                Ok((generation, matrix))
+                Ok((now, matrix))
             })
         })?;
         // Current at the stamp only if nothing was committed during the read.
         let unchanged = read_at.filter(|at| self.changes.stamp() == Some(*at));
-        self.vector_cache
-            .keep(unchanged, generation, model, std::sync::Arc::clone(&matrix));
+        self.vector_cache.keep(
+            unchanged,
+            (now.generation, now.removals),
+            model,
+            std::sync::Arc::clone(&matrix),
+        );
         Ok(matrix.nearest(query, tags, limit))
     }
 

@@ -10,10 +10,10 @@ pub(super) const APPLICATION_ID: i32 = 0x504B_4231;
 /// Schema migrations; entry `n` takes a store from version `n` to `n + 1`.
 ///
 /// Append only: a released entry never changes, since stores in the field already ran it.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 /// The schema version this build writes and the newest it reads.
-pub(super) const SCHEMA_VERSION: i64 = 8;
+pub(super) const SCHEMA_VERSION: i64 = 9;
 
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -184,6 +184,12 @@ CREATE TABLE vector_generation (
     generation INTEGER NOT NULL
 );
 INSERT INTO vector_generation (id, generation) VALUES (1, 0);
+"#;
+
+/// How many of the generation's moves removed vectors: while it stays, the vectors added since
+/// a generation are read alone (those of higher row ids), not every vector again.
+const V9: &str = r#"
+ALTER TABLE vector_generation ADD COLUMN removals INTEGER NOT NULL DEFAULT 0;
 "#;
 
 /// The schema version from which links are indexed.

@@ -14,18 +14,47 @@ use crate::meaning::Matrix;
 pub(super) fn load(conn: &Connection, model: &str) -> rusqlite::Result<Matrix> {
     let mut matrix = Matrix::default();
     let mut stmt = conn.prepare_cached(
-        "SELECT n.id, n.title, n.tags, v.vector FROM note_vectors v JOIN notes n ON n.seq = v.note
+        "SELECT v.rowid, n.id, n.title, n.tags, v.vector
+         FROM note_vectors v JOIN notes n ON n.seq = v.note
          WHERE v.model = ?1 ORDER BY v.note, v.passage",
     )?;
-    let mut rows = stmt.query([model])?;
-    while let Some(row) = rows.next()? {
-        let id: String = row.get(0)?;
-        if !matrix.holds_last(&id) {
-            matrix.push_note(id, row.get(1)?, tags_from_json(row, 2)?);
-        }
-        matrix.push_vector(row.get_ref(3)?.as_blob()?);
-    }
+    read_into(&mut matrix, stmt.query([model])?)?;
     Ok(matrix)
+}
+
+/// `kept` with the vectors of `model` added since it was read: those of higher row ids, in
+/// the order they were added. Only while no vector was removed meanwhile: a removed row's id
+/// may be given again, and a note's vectors are added only once those it had are removed,
+/// so that a note is never in both parts.
+pub(super) fn with_added(
+    conn: &Connection,
+    model: &str,
+    kept: &Matrix,
+) -> rusqlite::Result<Matrix> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT v.rowid, n.id, n.title, n.tags, v.vector
+         FROM note_vectors v JOIN notes n ON n.seq = v.note
+         WHERE v.model = ?1 AND v.rowid > ?2 ORDER BY v.rowid",
+    )?;
+    let mut matrix = kept.clone();
+    read_into(
+        &mut matrix,
+        stmt.query(rusqlite::params![model, kept.read_through()])?,
+    )?;
+    Ok(matrix)
+}
+
+/// Adds `rows` (row id, note id, title, tags, vector) to `matrix`, a note's passages together.
+fn read_into(matrix: &mut Matrix, mut rows: rusqlite::Rows<'_>) -> rusqlite::Result<()> {
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(1)?;
+        if !matrix.holds_last(&id) {
+            matrix.push_note(id, row.get(2)?, tags_from_json(row, 3)?);
+        }
+        matrix.push_vector(row.get_ref(4)?.as_blob()?);
+        matrix.set_read_through(row.get(0)?);
+    }
+    Ok(())
 }
 
 /// The matrix kept between searches, current while nothing is committed (the store's change

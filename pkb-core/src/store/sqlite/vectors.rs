@@ -15,22 +15,45 @@ pub(super) fn forget(conn: &Connection, seq: i64) -> rusqlite::Result<()> {
         .prepare_cached("DELETE FROM note_vectors WHERE note = ?1")?
         .execute([seq])?;
     if forgotten > 0 {
-        changed(conn)?;
+        removed(conn)?;
     }
     Ok(())
 }
 
-/// Moves the vectors' generation on: vectors were added or removed.
-fn changed(conn: &Connection) -> rusqlite::Result<()> {
+/// Moves the vectors' generation on: vectors were added.
+fn added(conn: &Connection) -> rusqlite::Result<()> {
     conn.prepare_cached("UPDATE vector_generation SET generation = generation + 1 WHERE id = 1")?
         .execute([])?;
     Ok(())
 }
 
-/// The vectors' generation: the same number as long as no vector was added or removed.
-pub(super) fn generation(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.prepare_cached("SELECT generation FROM vector_generation WHERE id = 1")?
-        .query_row([], |r| r.get(0))
+/// Moves the vectors' generation on, and their count of removals: vectors were removed.
+fn removed(conn: &Connection) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE vector_generation SET generation = generation + 1, removals = removals + 1
+         WHERE id = 1",
+    )?
+    .execute([])?;
+    Ok(())
+}
+
+/// Where the vectors are: their generation, the same number as long as no vector was added
+/// or removed, and how many of its moves removed vectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Generation {
+    pub(super) generation: i64,
+    pub(super) removals: i64,
+}
+
+/// The vectors' generation now.
+pub(super) fn generation(conn: &Connection) -> rusqlite::Result<Generation> {
+    conn.prepare_cached("SELECT generation, removals FROM vector_generation WHERE id = 1")?
+        .query_row([], |r| {
+            Ok(Generation {
+                generation: r.get(0)?,
+                removals: r.get(1)?,
+            })
+        })
 }
 
 /// Up to `limit` notes with no vectors of `model`.
@@ -66,7 +89,7 @@ pub(super) fn keep(
     for (passage, vector) in vectors.iter().enumerate() {
         insert.execute(params![seq, passage as i64, model, vector_bytes(vector)])?;
     }
-    changed(conn)?;
+    added(conn)?;
     Ok(true)
 }
 
@@ -86,7 +109,7 @@ pub(super) fn drop_orphans(conn: &Connection) -> rusqlite::Result<()> {
         [],
     )?;
     if dropped > 0 {
-        changed(conn)?;
+        removed(conn)?;
     }
     Ok(())
 }
