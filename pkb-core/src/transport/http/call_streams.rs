@@ -136,3 +136,50 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for RoutedTransport<T> {
         self.inner.close()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{CancelledNotificationParam, ListRootsRequest, Notification, ServerRequest};
+
+    fn request(id: i64, during: Option<i64>) -> ServerJsonRpcMessage {
+        let mut request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
+        if let Some(call) = during {
+            request
+                .extensions_mut()
+                .insert(OriginatingRequestId(RequestId::Number(call)));
+        }
+        ServerJsonRpcMessage::request(request, RequestId::Number(id))
+    }
+
+    fn cancelled(id: i64) -> ServerJsonRpcMessage {
+        let params = CancelledNotificationParam::new(Some(RequestId::Number(id)), None);
+        ServerJsonRpcMessage::notification(ServerNotification::CancelledNotification(
+            Notification::new(params),
+        ))
+    }
+
+    #[test]
+    fn what_a_call_asks_and_its_cancellation_ride_the_calls_stream_while_it_is_open() {
+        let streams = Arc::new(CallStreams::default());
+        let mut stream = streams.open(&RequestId::Number(7)).unwrap();
+        assert!(
+            streams.open(&RequestId::Number(7)).is_none(),
+            "one stream per call id"
+        );
+        assert!(streams.route(request(0, Some(7))).is_none(), "taken");
+        assert!(
+            streams.route(request(1, Some(8))).is_some(),
+            "another call's"
+        );
+        assert!(streams.route(request(2, None)).is_some(), "unmarked");
+        assert!(streams.route(cancelled(0)).is_none(), "follows its request");
+        assert!(streams.route(cancelled(1)).is_some());
+        for _ in 0..2 {
+            assert!(stream.messages.try_recv().is_ok());
+        }
+        assert!(stream.messages.try_recv().is_err());
+        drop(stream);
+        assert!(streams.route(request(3, Some(7))).is_some(), "closed");
+    }
+}
