@@ -140,10 +140,10 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for RoutedTransport<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::model::{CancelledNotificationParam, ListRootsRequest, Notification, ServerRequest};
+    use rmcp::model::{CancelledNotificationParam, Notification, PingRequest, ServerRequest};
 
     fn request(id: i64, during: Option<i64>) -> ServerJsonRpcMessage {
-        let mut request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
+        let mut request = ServerRequest::PingRequest(PingRequest::default());
         if let Some(call) = during {
             request
                 .extensions_mut()
