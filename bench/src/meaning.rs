@@ -166,14 +166,21 @@ pub fn run(
         Some(vec![write_before]),
     );
 
+    // A title without its first word; a title of one word whole (a query may not be empty).
     let queries: Vec<String> = (0..200)
         .map(|k| {
             let note = &catalog.notes[(k * 7919) % catalog.notes.len()];
-            note.title
+            let rest = note
+                .title
                 .split_whitespace()
                 .skip(1)
                 .collect::<Vec<_>>()
-                .join(" ")
+                .join(" ");
+            if rest.is_empty() {
+                note.title.clone()
+            } else {
+                rest
+            }
         })
         .collect();
     for mode in ["meaning", "hybrid"] {
