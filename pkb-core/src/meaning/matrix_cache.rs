@@ -41,14 +41,6 @@ impl<Stamp: PartialEq> MatrixCache<Stamp> {
             .map(|k| Arc::clone(&k.matrix))
     }
 
-    /// The matrix of `model` kept, if the vectors are still at `generation`.
-    pub fn of_generation(&self, generation: i64, model: &str) -> Option<Arc<Matrix>> {
-        let kept = crate::locks::lock(&self.kept);
-        kept.as_ref()
-            .filter(|k| k.generation == generation && k.model == model)
-            .map(|k| Arc::clone(&k.matrix))
-    }
-
     /// The matrix of `model` kept, whatever its generation, with its generation and count of
     /// removals: an engine may read what was added since rather than every vector again.
     pub fn latest(&self, model: &str) -> Option<(i64, i64, Arc<Matrix>)> {

@@ -375,7 +375,9 @@ impl PgNotes {
         let generation = vector_generation(&client, &self.owner)
             .await
             .map_err(&failed)?;
-        if let Some(kept) = self.vector_cache.of_generation(generation, model) {
+        if let Some((kept_at, _, kept)) = self.vector_cache.latest(model)
+            && kept_at == generation
+        {
             return Ok(kept);
         }
         let tx = client

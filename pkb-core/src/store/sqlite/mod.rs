@@ -739,7 +739,11 @@ mod tests {
         };
         let kept = |store: &SqliteBackend| {
             let now = store.read_for_tests(vectors::generation);
-            store.vector_cache.of_generation(now.generation, model)
+            store
+                .vector_cache
+                .latest(model)
+                .filter(|(generation, _, _)| *generation == now.generation)
+                .map(|(_, _, matrix)| matrix)
         };
         assert_eq!(nearest(&backend), ["north"]);
         let first = kept(&backend).expect("the matrix is kept");
