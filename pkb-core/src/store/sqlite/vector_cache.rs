@@ -22,7 +22,7 @@ pub(super) fn load(conn: &Connection, model: &str) -> rusqlite::Result<Matrix> {
     Ok(matrix)
 }
 
-/// `kept` with the vectors of `model` added since it was read: those of higher row ids, in
+/// `kept` (shared, not copied) with the vectors of `model` added since it was read: those of higher row ids, in
 /// the order they were added. Only while no vector was removed meanwhile: a removed row's id
 /// may be given again, and a note's vectors are added only once those it had are removed,
 /// so that a note is never in both parts.
@@ -36,11 +36,12 @@ pub(super) fn with_added(
          FROM note_vectors v JOIN notes n ON n.seq = v.note
          WHERE v.model = ?1 AND v.rowid > ?2 ORDER BY v.rowid",
     )?;
-    let mut matrix = kept.clone();
+    let mut matrix = kept.extended();
     read_into(
         &mut matrix,
         stmt.query(rusqlite::params![model, kept.read_through()])?,
     )?;
+    matrix.settle();
     Ok(matrix)
 }
 
