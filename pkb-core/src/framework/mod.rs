@@ -2,6 +2,7 @@
 //! what the generated code registers, validates with and answers through.
 
 pub mod access;
+pub mod activity;
 pub mod app;
 pub mod args;
 pub mod changes;

@@ -215,14 +215,17 @@ impl Catalog {
         {
             return Some(tool_invalid(invalid));
         }
+        super::activity::CALLS.mark();
         let call = AssertUnwindSafe((def.call)(ctx, arguments)).catch_unwind();
-        Some(call.await.unwrap_or_else(|_| {
+        let reply = call.await.unwrap_or_else(|_| {
             tracing::error!(tool = def.name, "tool handler panicked");
             Ok(tool_error(format!(
                 "internal error: the `{}` tool failed unexpectedly",
                 def.name
             )))
-        }))
+        });
+        super::activity::CALLS.mark();
+        Some(reply)
     }
 
     /// Resources with a fixed URI.

@@ -66,7 +66,17 @@ pub async fn embed_in_background(texts: Vec<String>) -> Result<Vec<Vec<f32>>, Me
     }
     let (answer, answered) = tokio::sync::oneshot::channel();
     super::idle_priority::spawn(move || {
-        let _ = answer.send(embed(&texts));
+        // A passage at a time, each after the calls being served: see `give_way`.
+        let vectors = texts
+            .iter()
+            .map(|text| {
+                super::idle_priority::give_way();
+                embed(std::slice::from_ref(text))?
+                    .pop()
+                    .ok_or_else(no_vector)
+            })
+            .collect();
+        let _ = answer.send(vectors);
     });
     answered
         .await

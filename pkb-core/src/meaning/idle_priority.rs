@@ -6,6 +6,28 @@
 #![allow(unsafe_code)]
 
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::framework::activity::CALLS;
+
+/// How long no tool call must have started or ended before the encoder's next passage.
+const QUIET: Duration = Duration::from_millis(5);
+/// The longest the encoder waits for that before a passage, so that a server that is never
+/// quiet still makes its vectors (a passage takes 12-20 ms on one core).
+const MOST: Duration = Duration::from_millis(40);
+
+/// Waits until calls have stopped for [`QUIET`], for at most [`MOST`]. The idle scheduling
+/// class gives a call the CPU at once, but an encoder run in the gaps between a client's
+/// calls, or on the other CPU, shares the caches with them.
+pub(super) fn give_way() {
+    let started = Instant::now();
+    while let Some(quiet) = CALLS.quiet_for()
+        && quiet < QUIET
+        && started.elapsed() < MOST
+    {
+        std::thread::sleep(QUIET - quiet);
+    }
+}
 
 /// Puts the calling thread in the idle scheduling class, or at nice 19 where that is refused.
 pub(super) fn lower_this_thread() {
@@ -57,6 +79,35 @@ pub(super) fn spawn(job: impl FnOnce() + Send + 'static) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_encoder_waits_for_calls_to_stop_but_not_for_ever() {
+        CALLS.mark();
+        let started = Instant::now();
+        give_way();
+        assert!(
+            started.elapsed() >= QUIET - Duration::from_millis(1),
+            "waits after a call: {:?}",
+            started.elapsed()
+        );
+        // A server never quiet: calls marked every millisecond for two seconds.
+        let busy = std::thread::spawn(|| {
+            let until = Instant::now() + Duration::from_secs(2);
+            while Instant::now() < until {
+                CALLS.mark();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        let started = Instant::now();
+        give_way();
+        let waited = started.elapsed();
+        assert!(
+            waited < Duration::from_secs(1),
+            "waits at most about {MOST:?}: {waited:?}"
+        );
+        busy.join().unwrap();
+    }
 
     #[cfg(target_os = "linux")]
     #[test]
