@@ -76,6 +76,7 @@ pub async fn embed_in_background(texts: Vec<String>) -> Result<Vec<Vec<f32>>, Me
                     .ok_or_else(no_vector)
             })
             .collect();
+        super::idle_priority::release_free_memory();
         let _ = answer.send(vectors);
     });
     answered

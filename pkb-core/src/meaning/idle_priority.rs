@@ -29,6 +29,18 @@ pub(super) fn give_way() {
     }
 }
 
+/// Gives the free memory of the allocator's arenas back to the system, after a note's
+/// passages: glibc keeps what the encoder's threads freed in their own arenas, where the
+/// server's other work rarely reuses it (3,000 notes: peak RSS 150.6-152.7 MiB against
+/// 158.3-159.2 without, the vectors 3% slower).
+pub(super) fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim takes no pointer; it only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Puts the calling thread in the idle scheduling class, or at nice 19 where that is refused.
 pub(super) fn lower_this_thread() {
     #[cfg(target_os = "linux")]
