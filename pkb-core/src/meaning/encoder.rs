@@ -76,6 +76,8 @@ pub async fn embed_in_background(texts: Vec<String>) -> Result<Vec<Vec<f32>>, Me
                     .ok_or_else(no_vector)
             })
             .collect();
+        // The trim locks every arena in turn, the calls' too.
+        super::idle_priority::give_way();
         super::idle_priority::release_free_memory();
         let _ = answer.send(vectors);
     });
