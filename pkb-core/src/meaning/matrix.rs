@@ -43,23 +43,10 @@ struct Owner {
 }
 
 impl Matrix {
-    /// This matrix's vectors, shared, with a new part for the vectors to be added to it: those
-    /// of notes not in it. [`Matrix::settle`] it once they are.
-    pub fn extended(&self) -> Matrix {
-        let mut parts = self.parts.clone();
-        parts.push(Arc::default());
-        Matrix {
-            parts,
-            dimensions: self.dimensions,
-            read_through: self.read_through,
-        }
-    }
-
     /// Merges the last parts while the one before is at most twice the size of the last, so
     /// that the parts stay few (about the logarithm of the vectors added) and the large part
     /// read first is copied only once as much has been added to it.
     pub fn settle(&mut self) {
-        self.parts.retain(|part| !part.rows.is_empty());
         while let [.., before, last] = self.parts.as_slice() {
             if before.rows.len() > 2 * last.rows.len() {
                 break;
@@ -107,12 +94,18 @@ impl Matrix {
         part.rows.push(part.notes.len().saturating_sub(1) as u32);
     }
 
-    /// The part vectors are added to, made alone (copied) if another matrix shares it.
+    /// The part vectors are added to: a new one if the last is shared with another matrix (a
+    /// clone adds the vectors of notes not in it beside the parts it shares; [`Matrix::settle`]
+    /// it once they are).
     fn last_part(&mut self) -> &mut Part {
-        if self.parts.is_empty() {
+        if self
+            .parts
+            .last_mut()
+            .is_none_or(|part| Arc::get_mut(part).is_none())
+        {
             self.parts.push(Arc::default());
         }
-        Arc::make_mut(self.parts.last_mut().expect("a part"))
+        Arc::get_mut(self.parts.last_mut().expect("a part")).expect("a part of its own")
     }
 
     /// The notes whose best vector is nearest to `query`, carrying every tag of `tags`.
@@ -257,7 +250,7 @@ mod tests {
         let mut grown = Matrix::default();
         for k in 0..200 {
             let angle = k as f32 / 70.0;
-            let mut added = grown.extended();
+            let mut added = grown.clone();
             for matrix in [&mut whole, &mut added] {
                 matrix.push_note(
                     format!("n{k}"),
@@ -284,7 +277,7 @@ mod tests {
             };
             assert_eq!(ids(&grown), ids(&whole));
         }
-        let shared = grown.extended();
+        let shared = grown.clone();
         assert!(
             Arc::ptr_eq(&shared.parts[0], &grown.parts[0]),
             "a matrix extended shares the parts read before"

@@ -22,10 +22,10 @@ pub(super) fn load(conn: &Connection, model: &str) -> rusqlite::Result<Matrix> {
     Ok(matrix)
 }
 
-/// `kept` (shared, not copied) with the vectors of `model` added since it was read: those of higher row ids, in
-/// the order they were added. Only while no vector was removed meanwhile: a removed row's id
-/// may be given again, and a note's vectors are added only once those it had are removed,
-/// so that a note is never in both parts.
+/// `kept` (its parts shared, not copied) with the vectors of `model` added since it was read:
+/// those of higher row ids, in the order they were added. Only while no vector was removed
+/// meanwhile: a removed row's id may be given again, and a note's vectors are added only once
+/// those it had are removed, so that a note is never in both parts.
 pub(super) fn with_added(
     conn: &Connection,
     model: &str,
@@ -36,7 +36,7 @@ pub(super) fn with_added(
          FROM note_vectors v JOIN notes n ON n.seq = v.note
          WHERE v.model = ?1 AND v.rowid > ?2 ORDER BY v.rowid",
     )?;
-    let mut matrix = kept.extended();
+    let mut matrix = kept.clone();
     read_into(
         &mut matrix,
         stmt.query(rusqlite::params![model, kept.read_through()])?,
