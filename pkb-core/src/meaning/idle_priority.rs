@@ -56,10 +56,9 @@ pub(super) fn lower_this_thread() {
     }
 }
 
-/// Runs `job` (the encoder's) on an idle thread, where the threads its matrix products
-/// spread over are idle ones too: a pool of its own, as many threads as this process may use
-/// CPUs, each lowered. Otherwise those products would run on rayon's global threads, made at
-/// normal priority by whichever thread first encoded a query.
+/// Runs `job` (the encoder's) on an idle thread: a pool of its own, as many threads as this
+/// process may use CPUs, each lowered, and any work a job spreads over the pool (rayon's
+/// `join`) stays on them rather than on rayon's global threads, made at normal priority.
 pub(super) fn spawn(job: impl FnOnce() + Send + 'static) {
     static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
     let pool = POOL.get_or_init(|| {
