@@ -57,12 +57,13 @@ impl Matrix {
         }
     }
 
-    /// Whether the last vector added was of the note `id`: a note's passages come together.
-    pub fn holds_last(&self, id: &str) -> bool {
+    /// Whether any of `ids` is a note of this matrix.
+    pub fn holds_any(&self, ids: &[String]) -> bool {
+        let ids: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
         self.parts
-            .last()
-            .and_then(|part| part.notes.last())
-            .is_some_and(|owner| owner.id == id)
+            .iter()
+            .flat_map(|part| &part.notes)
+            .any(|owner| ids.contains(owner.id.as_str()))
     }
 
     /// The engine's position of the last vector read, as [`Matrix::set_read_through`] said.
@@ -73,6 +74,26 @@ impl Matrix {
     /// Notes the engine's position of the last vector read.
     pub fn set_read_through(&mut self, position: i64) {
         self.read_through = self.read_through.max(position);
+    }
+
+    /// Adds a passage's stored vector (see [`vector_bytes`]) read from an engine, whose rows
+    /// come a note's passages together; `read` holds the notes this read has added, so that
+    /// a note is told by the rows read, not by the matrix (whose last note may be a kept one).
+    /// `note` gives the note's title and tags, read once a note.
+    pub fn push_passage<E>(
+        &mut self,
+        read: &mut Vec<String>,
+        id: String,
+        note: impl FnOnce() -> Result<(String, Vec<String>), E>,
+        stored: &[u8],
+    ) -> Result<(), E> {
+        if read.last() != Some(&id) {
+            let (title, tags) = note()?;
+            self.push_note(id.clone(), title, tags);
+            read.push(id);
+        }
+        self.push_vector(stored);
+        Ok(())
     }
 
     /// Adds a note, whose vectors [`Matrix::push_vector`] adds next.
@@ -282,5 +303,8 @@ mod tests {
             Arc::ptr_eq(&shared.parts[0], &grown.parts[0]),
             "a matrix extended shares the parts read before"
         );
+        assert!(grown.holds_any(&["n9".into(), "none".into()]));
+        assert!(grown.holds_any(&["n199".into()]), "in the last part");
+        assert!(!grown.holds_any(&["n200".into(), "none".into()]));
     }
 }

@@ -49,18 +49,59 @@ const ANSWER_WAIT: Duration = Duration::from_secs(10);
 /// [`ANSWER_WAIT`] for one batch of an import (up to 2,000 notes in one transaction).
 const BATCH_WAIT: Duration = Duration::from_secs(120);
 
-/// The generation of `owner`'s vectors: 0 until a vector of theirs is first added.
-async fn vector_generation(
-    client: &impl deadpool_postgres::GenericClient,
-    owner: &str,
-) -> Result<i64, tokio_postgres::Error> {
-    let statement = client
-        .prepare_cached("SELECT generation FROM pkb_vector_generation WHERE owner = $1")
-        .await?;
-    Ok(client
-        .query_opt(&statement, &[&owner])
-        .await?
-        .map_or(0, |row| row.get(0)))
+/// Where `owner`'s vectors are (schema version 9): the generation, 0 until a vector of theirs
+/// is first added, and the generation at which any was last removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct VectorGeneration {
+    generation: i64,
+    removed_at: i64,
+}
+
+impl VectorGeneration {
+    async fn of(
+        client: &impl deadpool_postgres::GenericClient,
+        owner: &str,
+    ) -> Result<VectorGeneration, tokio_postgres::Error> {
+        let statement = client
+            .prepare_cached(
+                "SELECT generation, removed_at FROM pkb_vector_generation WHERE owner = $1",
+            )
+            .await?;
+        Ok(client.query_opt(&statement, &[&owner]).await?.map_or(
+            VectorGeneration {
+                generation: 0,
+                removed_at: 0,
+            },
+            |row| VectorGeneration {
+                generation: row.get(0),
+                removed_at: row.get(1),
+            },
+        ))
+    }
+}
+
+/// Runs `sql`, whose rows are note id, title, tags and vector, a note's passages together, and
+/// adds them to `matrix`, row by row (10,000 notes' vectors are some 40 MB as stored, a tenth
+/// of it kept); says which notes they were.
+async fn read_vectors(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+    matrix: &mut Matrix,
+) -> Result<Vec<String>, tokio_postgres::Error> {
+    let statement = tx.prepare_cached(sql).await?;
+    let rows = tx.query_raw(&statement, params.iter().copied()).await?;
+    let mut rows = std::pin::pin!(rows);
+    let mut ids = Vec::new();
+    while let Some(row) = futures::TryStreamExt::try_next(&mut rows).await? {
+        matrix.push_passage(
+            &mut ids,
+            row.get(0),
+            || Ok::<_, tokio_postgres::Error>((row.get(1), nul_escape::decode_all(row.get(2)))),
+            row.get(3),
+        )?;
+    }
+    Ok(ids)
 }
 
 /// Whether `text` names a PostgreSQL database rather than a SQLite file.
@@ -367,18 +408,20 @@ impl PgNotes {
     }
 
     /// Every vector of `model` of this user, with their notes: the matrix kept from an
-    /// earlier search while the vectors' generation (schema version 8) has not moved, else
-    /// read again in one snapshot with the generation it is at.
+    /// earlier search while the vectors' generation (schema version 8) has not moved; else, in
+    /// one snapshot with the generation it is at, the kept matrix with the notes stamped since
+    /// (schema version 9) if no vector was removed meanwhile, or every vector read again.
     async fn vectors_of(&self, model: &str) -> Result<Arc<Matrix>, StoreError> {
         let failed = self.failed("searching by meaning");
         let mut client = self.client().await?;
-        let generation = vector_generation(&client, &self.owner)
+        let kept = self.vector_cache.latest(model);
+        let now = VectorGeneration::of(&client, &self.owner)
             .await
             .map_err(&failed)?;
-        if let Some((kept_at, _, kept)) = self.vector_cache.latest(model)
-            && kept_at == generation
+        if let Some((kept_at, _, kept)) = &kept
+            && *kept_at == now.generation
         {
-            return Ok(kept);
+            return Ok(Arc::clone(kept));
         }
         let tx = client
             .build_transaction()
@@ -387,37 +430,59 @@ impl PgNotes {
             .start()
             .await
             .map_err(&failed)?;
-        let generation = vector_generation(&tx, &self.owner).await.map_err(&failed)?;
-        let statement = tx
-            .prepare_cached(
-                "SELECT n.id, n.title, n.tags, v.vector FROM pkb_note_vectors v
+        let now = VectorGeneration::of(&tx, &self.owner)
+            .await
+            .map_err(&failed)?;
+        let forward_from = kept.filter(|(kept_at, _, _)| {
+            // Only forward: a generation behind the one kept (the database restored from an
+            // older copy, say) says nothing of what was added since.
+            now.removed_at <= *kept_at && now.generation > *kept_at
+        });
+        let mut matrix = None;
+        if let Some((kept_at, _, kept)) = forward_from {
+            let mut added = kept.as_ref().clone();
+            let ids = read_vectors(
+                &tx,
+                "SELECT n.id, n.title, n.tags, v.vector FROM pkb_vector_stamps s
+                 JOIN pkb_note_vectors v ON v.owner = s.owner AND v.id = s.id
                  JOIN pkb_notes n ON n.owner = v.owner AND n.id = v.id AND n.version = v.version
-                 WHERE v.owner = $1 AND v.model = $2
+                 WHERE s.owner = $1 AND s.generation > $3 AND v.model = $2
                  ORDER BY v.id, v.passage",
+                &[&self.owner, &model, &kept_at],
+                &mut added,
             )
             .await
             .map_err(&failed)?;
-        // Row by row: 10,000 notes' vectors are some 40 MB as stored, a tenth of it kept.
-        let rows = tx
-            .query_raw(&statement, [&self.owner as &(dyn ToSql + Sync), &model])
-            .await
-            .map_err(&failed)?;
-        let mut rows = std::pin::pin!(rows);
-        let mut matrix = Matrix::default();
-        while let Some(row) = futures::TryStreamExt::try_next(&mut rows)
-            .await
-            .map_err(&failed)?
-        {
-            let id: String = row.get(0);
-            if !matrix.holds_last(&id) {
-                matrix.push_note(id, row.get(1), nul_escape::decode_all(row.get(2)));
+            // A note stamped anew while its vectors are still kept had them removed where no
+            // removal was counted (by hand, triggers off): read everything instead.
+            if !kept.holds_any(&ids) {
+                added.settle();
+                matrix = Some(added);
             }
-            matrix.push_vector(row.get(3));
         }
+        let matrix = match matrix {
+            Some(matrix) => matrix,
+            None => {
+                let mut matrix = Matrix::default();
+                read_vectors(
+                    &tx,
+                    "SELECT n.id, n.title, n.tags, v.vector FROM pkb_note_vectors v
+                     JOIN pkb_notes n
+                         ON n.owner = v.owner AND n.id = v.id AND n.version = v.version
+                     WHERE v.owner = $1 AND v.model = $2
+                     ORDER BY v.id, v.passage",
+                    &[&self.owner, &model],
+                    &mut matrix,
+                )
+                .await
+                .map_err(&failed)?;
+                matrix
+            }
+        };
         tx.commit().await.map_err(&failed)?;
         let matrix = Arc::new(matrix);
         self.vector_cache
-            .keep(None, (generation, 0), model, Arc::clone(&matrix));
+            .keep(None, (now.generation, 0), model, Arc::clone(&matrix));
         Ok(matrix)
     }
 

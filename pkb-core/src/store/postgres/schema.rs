@@ -7,7 +7,7 @@ use tokio_postgres::error::SqlState;
 use crate::store::StoreError;
 
 /// The newest schema version this build writes and reads.
-pub(super) const SCHEMA_VERSION: i32 = 8;
+pub(super) const SCHEMA_VERSION: i32 = 9;
 
 /// The advisory lock every PKB instance takes while it migrates ("pkb" in ASCII).
 const MIGRATION_LOCK: i64 = 0x706b62;
@@ -217,8 +217,58 @@ DELETE FROM pkb_note_vectors v USING pkb_notes n
 WHERE n.owner = v.owner AND n.id = v.id AND n.version <> v.version;
 "#;
 
+/// Version 9: what a server keeping a user's vectors in memory needs to read only those
+/// added since it read them. The transaction that moves the generation stamps each note whose
+/// vectors it adds with the generation it moved to (`pkb_vector_stamps`), and one that removes
+/// any vector records the generation it moved to as `removed_at`. The stamps are given in the
+/// order of the commits, since the generation's row is locked until its transaction commits;
+/// a sequence or a time taken as a row is written would not be: a reader could pass a number
+/// whose transaction commits after it. So once a reader's snapshot holds generation `g`, it
+/// holds every stamp up to `g`, and a matrix read at `k` with no removal since (`removed_at <=
+/// k`) lacks exactly the notes stamped after `k`. Before this version nothing was stamped, so
+/// every matrix kept from then is read again whole once.
+///
+/// The stamps' table is made first: its key on `pkb_notes` waits for the writes of notes in
+/// flight, whose commits take the generation's row; locking the generation's table first
+/// could deadlock with them.
+const V9: &str = r#"
+CREATE TABLE pkb_vector_stamps (
+    owner text NOT NULL,
+    id text COLLATE "C" NOT NULL,
+    generation bigint NOT NULL,
+    PRIMARY KEY (owner, id),
+    FOREIGN KEY (owner, id) REFERENCES pkb_notes (owner, id) ON DELETE CASCADE
+);
+CREATE INDEX pkb_vector_stamps_added ON pkb_vector_stamps (owner, generation);
+
+ALTER TABLE pkb_vector_generation ADD COLUMN removed_at bigint NOT NULL DEFAULT 0;
+UPDATE pkb_vector_generation SET removed_at = generation;
+
+CREATE OR REPLACE FUNCTION pkb_vectors_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    changed_for text := CASE TG_OP WHEN 'DELETE' THEN OLD.owner ELSE NEW.owner END;
+    moved_to bigint;
+BEGIN
+    INSERT INTO pkb_vector_generation AS g (owner, generation, moved_by)
+    VALUES (changed_for, 1, pg_current_xact_id())
+    ON CONFLICT (owner) DO UPDATE SET generation = g.generation + 1, moved_by = EXCLUDED.moved_by
+    WHERE g.moved_by <> EXCLUDED.moved_by;
+    SELECT generation INTO moved_to FROM pkb_vector_generation WHERE owner = changed_for;
+    IF TG_OP = 'DELETE' THEN
+        UPDATE pkb_vector_generation SET removed_at = moved_to
+        WHERE owner = changed_for AND removed_at <> moved_to;
+    ELSE
+        INSERT INTO pkb_vector_stamps AS s (owner, id, generation)
+        VALUES (changed_for, NEW.id, moved_to)
+        ON CONFLICT (owner, id) DO UPDATE SET generation = EXCLUDED.generation
+        WHERE s.generation <> EXCLUDED.generation;
+    END IF;
+    RETURN NULL;
+END $$;
+"#;
+
 /// Every migration, in order: `MIGRATIONS[n]` takes version `n` to `n + 1`.
-const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2, V3, V4, V5, V6, V7, V8];
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 /// Fills the link columns of every note from its title and body, in the caller's
 /// transaction: at the migration to version 6, and for `reindex`.

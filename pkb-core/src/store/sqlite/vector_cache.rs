@@ -25,7 +25,9 @@ pub(super) fn load(conn: &Connection, model: &str) -> rusqlite::Result<Matrix> {
 /// `kept` (its parts shared, not copied) with the vectors of `model` added since it was read:
 /// those of higher row ids, in the order they were added. Only while no vector was removed
 /// meanwhile: a removed row's id may be given again, and a note's vectors are added only once
-/// those it had are removed, so that a note is never in both parts.
+/// those it had are removed, so that a note is never in both parts. A note read as added that
+/// `kept` holds had its vectors removed where no removal was counted (by hand): then every
+/// vector is read again.
 pub(super) fn with_added(
     conn: &Connection,
     model: &str,
@@ -37,25 +39,31 @@ pub(super) fn with_added(
          WHERE v.model = ?1 AND v.rowid > ?2 ORDER BY v.rowid",
     )?;
     let mut matrix = kept.clone();
-    read_into(
+    let ids = read_into(
         &mut matrix,
         stmt.query(rusqlite::params![model, kept.read_through()])?,
     )?;
+    if kept.holds_any(&ids) {
+        return load(conn, model);
+    }
     matrix.settle();
     Ok(matrix)
 }
 
-/// Adds `rows` (row id, note id, title, tags, vector) to `matrix`, a note's passages together.
-fn read_into(matrix: &mut Matrix, mut rows: rusqlite::Rows<'_>) -> rusqlite::Result<()> {
+/// Adds `rows` (row id, note id, title, tags, vector) to `matrix`, a note's passages together,
+/// and says which notes they were.
+fn read_into(matrix: &mut Matrix, mut rows: rusqlite::Rows<'_>) -> rusqlite::Result<Vec<String>> {
+    let mut ids = Vec::new();
     while let Some(row) = rows.next()? {
-        let id: String = row.get(1)?;
-        if !matrix.holds_last(&id) {
-            matrix.push_note(id, row.get(2)?, tags_from_json(row, 3)?);
-        }
-        matrix.push_vector(row.get_ref(4)?.as_blob()?);
+        matrix.push_passage(
+            &mut ids,
+            row.get(1)?,
+            || Ok::<_, rusqlite::Error>((row.get(2)?, tags_from_json(row, 3)?)),
+            row.get_ref(4)?.as_blob()?,
+        )?;
         matrix.set_read_through(row.get(0)?);
     }
-    Ok(())
+    Ok(ids)
 }
 
 /// The matrix kept between searches, current while nothing is committed (the store's change

@@ -148,6 +148,19 @@ async fn indexing_goes_on_after_a_restart() {
     store.verify().await.unwrap();
 }
 
+/// Removes the vectors of `user`'s note `id` with triggers off, as only a hand-made change
+/// could: their generation does not move, so a server that kept them in memory still has them.
+async fn remove_vectors_unseen(url: &str, user: &str, id: &str) {
+    postgres::testing::execute(
+        url,
+        &format!(
+            "SET session_replication_role = replica;
+             DELETE FROM pkb_note_vectors WHERE owner = '{user}' AND id = '{id}'"
+        ),
+    )
+    .await;
+}
+
 /// On PostgreSQL a user's vectors are kept in memory between searches by meaning while their
 /// generation stays, and read again once any process has added or removed one.
 #[tokio::test]
@@ -185,16 +198,9 @@ async fn postgresql_keeps_vectors_until_any_process_changes_them() {
         "{ids:?}"
     );
 
-    // Removed behind the generation's back (with triggers off, as only a hand-made change
-    // could), the car's vectors are still in memory: the search read none of them again.
-    postgres::testing::execute(
-        &url,
-        &format!(
-            "SET session_replication_role = replica;
-             DELETE FROM pkb_note_vectors WHERE owner = '{user}' AND id = 'car'"
-        ),
-    )
-    .await;
+    // Removed behind the generation's back, the car's vectors are still in memory: the
+    // search read none of them again.
+    remove_vectors_unseen(&url, &user, "car").await;
     let hits = here
         .search_by_meaning("automobile repair", &[], 10)
         .await
@@ -220,4 +226,162 @@ async fn postgresql_keeps_vectors_until_any_process_changes_them() {
         hits.iter().all(|h| h.id != "groceries"),
         "read again: {hits:?}"
     );
+}
+
+/// The test model of [`postgresql_reads_the_vectors_added_since_and_misses_none_added_meanwhile`].
+const MODEL: &str = "test-model@1";
+/// How many notes it has.
+const NOTES: usize = 60;
+
+fn note_id(n: usize) -> String {
+    format!("n{n:02}")
+}
+
+/// Gives note `n` two passages of a vector of its own.
+async fn keep_vectors(store: &Store, n: usize) {
+    let angle = n as f32 / NOTES as f32;
+    let mut vector = vec![0.0; 8];
+    (vector[0], vector[1]) = (angle.cos(), angle.sin());
+    let kept = store
+        .engine
+        .put_vectors(&note_id(n), 1, MODEL, vec![vector.clone(), vector])
+        .await
+        .unwrap();
+    assert!(kept, "n{n} is at version 1");
+}
+
+/// Sorted, the ids of every note with vectors that a search by meaning finds.
+async fn found(store: &Store) -> Vec<String> {
+    let mut query = vec![0.0; 8];
+    query[0] = 1.0;
+    let mut ids: Vec<String> = store
+        .engine
+        .nearest(MODEL, &query, &[], 1_000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|hit| hit.id)
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// On PostgreSQL a search reads only the vectors added since its user's matrix was read, while
+/// none was removed; added by other processes, committing in any order while it searches, none
+/// of them is missed.
+#[tokio::test]
+async fn postgresql_reads_the_vectors_added_since_and_misses_none_added_meanwhile() {
+    let Some(admin) = postgres::testing::admin_url() else {
+        return;
+    };
+    let url = postgres::testing::database(&admin, "pkb_unit_tests").await;
+    let user = postgres::testing::fresh_key();
+    let elsewhere = || async {
+        postgres::PgDatabase::connect(&url, false)
+            .await
+            .unwrap()
+            .store_for(&user)
+    };
+    let here = elsewhere().await;
+    for n in 0..NOTES {
+        here.put(
+            draft(&note_id(n), &format!("Note {n}"), &[], "Some words."),
+            PutMode::CreateOnly,
+        )
+        .await
+        .unwrap();
+    }
+    for n in 0..10 {
+        keep_vectors(&here, n).await;
+    }
+    let ids = |notes: std::ops::Range<usize>| notes.map(note_id).collect::<Vec<_>>();
+    assert_eq!(found(&here).await, ids(0..10));
+
+    // Removed behind the generation's back, n00's vectors stay in the matrix kept: the
+    // search after another process added n10's read only those.
+    remove_vectors_unseen(&url, &user, "n00").await;
+    keep_vectors(&elsewhere().await, 10).await;
+    assert_eq!(found(&here).await, ids(0..11));
+
+    // Five processes add the rest, note by note, while this one searches.
+    let mut writers = tokio::task::JoinSet::new();
+    for writer in 0..5 {
+        let store = elsewhere().await;
+        writers.spawn(async move {
+            for n in (11 + writer..NOTES).step_by(5) {
+                keep_vectors(&store, n).await;
+            }
+        });
+    }
+    let reader = {
+        let here = here.clone();
+        tokio::spawn(async move {
+            let mut searches = 0;
+            while found(&here).await.len() < NOTES {
+                searches += 1;
+            }
+            searches
+        })
+    };
+    writers.join_all().await;
+    tokio::time::timeout(Duration::from_secs(30), reader)
+        .await
+        .expect("every vector added is found")
+        .unwrap();
+    assert_eq!(found(&here).await, ids(0..NOTES));
+    // Read whole by a process that kept nothing, n00 is gone.
+    assert_eq!(found(&elsewhere().await).await, ids(1..NOTES));
+
+    // A removal through any process has the matrix read whole again.
+    elsewhere().await.delete("n05").await.unwrap();
+    let mut left = ids(1..NOTES);
+    left.retain(|n| n != "n05");
+    assert_eq!(found(&here).await, left);
+
+    // Vectors removed unseen and then added again through another process are stamped
+    // while the kept matrix still holds the note: it is read whole, not holding it twice.
+    remove_vectors_unseen(&url, &user, "n02").await;
+    keep_vectors(&elsewhere().await, 2).await;
+    assert_eq!(found(&here).await, left);
+
+    // A generation gone back (the database restored from an older copy) has it read whole.
+    remove_vectors_unseen(&url, &user, "n01").await;
+    postgres::testing::execute(
+        &url,
+        &format!("UPDATE pkb_vector_generation SET generation = 1 WHERE owner = '{user}'"),
+    )
+    .await;
+    left.retain(|n| n != "n01");
+    assert_eq!(found(&here).await, left);
+}
+
+/// On SQLite, vectors removed by hand (no removal counted) and then made again are read as
+/// added while the kept matrix holds their note: it is read whole, not holding it twice.
+#[tokio::test]
+async fn sqlite_reads_whole_when_a_note_read_as_added_is_one_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pkb.db");
+    let store = sqlite::open(&path, false).unwrap();
+    for n in 0..4 {
+        store
+            .put(
+                draft(&note_id(n), &format!("Note {n}"), &[], "Some words."),
+                PutMode::CreateOnly,
+            )
+            .await
+            .unwrap();
+        keep_vectors(&store, n).await;
+    }
+    let ids: Vec<String> = (0..4).map(note_id).collect();
+    assert_eq!(found(&store).await, ids);
+    // Not the last note's: their new rows would take the row ids of those removed.
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "DELETE FROM note_vectors WHERE note = (SELECT seq FROM notes WHERE id = 'n01')",
+            [],
+        )
+        .unwrap();
+    keep_vectors(&store, 1).await;
+    assert_eq!(found(&store).await, ids);
 }
