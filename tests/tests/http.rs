@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use support::{
     HttpServerProcess, RawHttp, RecordingClient, Sampling, call, connect_http, http_client,
-    run_command, structured,
+    refused_before_its_body, run_command, structured,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -117,6 +117,17 @@ async fn hosts_and_origins_not_allowed_get_403() {
         .await
         .unwrap();
     assert_eq!(health.status(), 403);
+    assert!(raw.initialize().await.status.is_success());
+}
+
+#[tokio::test]
+async fn a_request_refused_before_its_body_came_ends_its_connection_saying_so() {
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    let address = server.origin().trim_start_matches("http://").to_owned();
+    let status = refused_before_its_body(&address, "Origin: http://evil.example\r\n").await;
+    assert!(status.starts_with("HTTP/1.1 403"), "{status}");
+    // The server goes on, on new connections.
+    let mut raw = RawHttp::new(&server.url, None);
     assert!(raw.initialize().await.status.is_success());
 }
 

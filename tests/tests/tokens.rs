@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::{
-    HttpServerProcess, RawHttp, RecordingClient, Sampling, call, connect_http, run_command,
-    structured, text,
+    HttpServerProcess, RawHttp, RecordingClient, Sampling, call, connect_http,
+    refused_before_its_body, run_command, structured, text,
 };
 
 /// A data directory with tokens `alice`, `bob` and the read-only `reader`.
@@ -100,6 +100,23 @@ async fn requests_without_a_valid_bearer_token_get_401() {
     // The answer never depends on whether a name exists.
     let (status, _, _) = run_command(&["--data-dir", &path, "token", "list"]);
     assert!(status.success());
+    let ok = RawHttp::new(&server.url, Some(&alice)).initialize().await;
+    assert!(ok.status.is_success(), "{ok:?}");
+}
+
+/// The official Python SDK's OAuth client posts its first request without a token and, after
+/// the 401, goes on with a connection from its pool: one the server closed unsaid would lose
+/// that next request ("Server disconnected without sending a response").
+#[tokio::test]
+async fn a_401_before_the_body_came_ends_its_connection_saying_so() {
+    let (_dir, path, alice, _bob, _reader) = data_dir_with_tokens();
+    let server = HttpServerProcess::start(&["--auth", "tokens", "--data-dir", &path]).await;
+    let address = server.origin().trim_start_matches("http://").to_owned();
+    let status = refused_before_its_body(&address, "").await;
+    assert!(status.starts_with("HTTP/1.1 401"), "{status}");
+    let status =
+        refused_before_its_body(&address, "Authorization: Bearer pkb_not-a-token\r\n").await;
+    assert!(status.starts_with("HTTP/1.1 401"), "{status}");
     let ok = RawHttp::new(&server.url, Some(&alice)).initialize().await;
     assert!(ok.status.is_success(), "{ok:?}");
 }

@@ -855,6 +855,89 @@ pub async fn refused_within(url: &str, token: &str, limit: std::time::Duration) 
     }
 }
 
+/// Sends a POST's head alone to `address` (`host:port`), with `headers` (each ending in
+/// CRLF), and reads the refusal a server answers before the body comes; its status line. The
+/// body and a second request then go on the same connection: a server may close it, but must
+/// then say `Connection: close`, since a client reuses a connection it was not told is ending
+/// (as the official Python SDK's httpx does) and would lose its next request.
+pub async fn refused_before_its_body(address: &str, headers: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let refusal = read_answer(&mut stream).await;
+    let status = refusal.lines().next().unwrap_or_default().to_owned();
+    let closing = refusal
+        .lines()
+        .take_while(|line| !line.is_empty())
+        .any(|line| line.eq_ignore_ascii_case("connection: close"));
+    if closing {
+        let mut rest = Vec::new();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            stream.read_to_end(&mut rest),
+        )
+        .await;
+        assert!(
+            matches!(read, Ok(Ok(_))),
+            "a connection said to close stays open"
+        );
+        return status;
+    }
+    let health = format!("GET /healthz HTTP/1.1\r\nHost: {address}\r\n\r\n");
+    let sent = async {
+        stream.write_all(body).await?;
+        stream.write_all(health.as_bytes()).await
+    };
+    if let Err(error) = sent.await {
+        panic!("{status} without Connection: close, but its connection was closed: {error}");
+    }
+    let next = read_answer(&mut stream).await;
+    assert!(
+        next.starts_with("HTTP/1.1 200"),
+        "{status} without Connection: close, but the next request on its connection got {next:?}"
+    );
+    status
+}
+
+/// One HTTP answer with a `Content-Length` read from `stream`, as text (empty at the end of
+/// the stream).
+async fn read_answer(stream: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&answer).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if answer.len() >= end + 4 + length {
+                return text;
+            }
+        }
+        let read =
+            tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut buffer))
+                .await
+                .expect("an answer within 10 s")
+                .unwrap_or(0);
+        if read == 0 {
+            return String::from_utf8_lossy(&answer).into_owned();
+        }
+        answer.extend_from_slice(&buffer[..read]);
+    }
+}
+
 /// Runs `pkb-server ARGS` to the end; (status, stdout, stderr).
 pub fn run_command(args: &[&str]) -> (std::process::ExitStatus, String, String) {
     let output = std::process::Command::new(server_binary())

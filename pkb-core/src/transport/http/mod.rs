@@ -19,6 +19,7 @@ mod session_manager;
 mod sessions;
 mod stateless_streams;
 mod stream_places;
+mod unread_body;
 mod unreadable;
 
 use std::net::SocketAddr;
@@ -243,10 +244,12 @@ impl HttpServer {
         if let Some(routes) = settings.auth.as_ref().and_then(|auth| auth.routes()) {
             router = router.merge(routes);
         }
-        let router = router.layer(axum::middleware::from_fn_with_state(
-            policy,
-            origin::check_origin,
-        ));
+        let router = router
+            .layer(axum::middleware::from_fn_with_state(
+                policy,
+                origin::check_origin,
+            ))
+            .layer(axum::middleware::from_fn(unread_body::close_if_unread));
         let url = format!("{scheme}://{local}{MCP_PATH}");
         Ok(Self {
             listener: listener::Listener::new(tcp, tls),
