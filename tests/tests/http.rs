@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::{
-    HttpServerProcess, RawHttp, RecordingClient, Sampling, call, connect_http, http_client,
-    refused_before_its_body, run_command, structured,
+    HttpServerProcess, RawHttp, RecordingClient, Sampling, a_read_request_keeps_its_connection,
+    call, connect_http, http_client, refused_before_its_body, run_command, structured,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -126,6 +126,7 @@ async fn a_request_refused_before_its_body_came_ends_its_connection_saying_so() 
     let address = server.origin().trim_start_matches("http://").to_owned();
     let status = refused_before_its_body(&address, "Origin: http://evil.example\r\n").await;
     assert!(status.starts_with("HTTP/1.1 403"), "{status}");
+    a_read_request_keeps_its_connection(&address).await;
     // The server goes on, on new connections.
     let mut raw = RawHttp::new(&server.url, None);
     assert!(raw.initialize().await.status.is_success());

@@ -905,6 +905,32 @@ pub async fn refused_before_its_body(address: &str, headers: &str) -> String {
     status
 }
 
+/// Sends a whole POST of a body that is not JSON to `address`, which the server reads and
+/// answers with a parse error, then a second request on the same connection: an answered
+/// request keeps its connection (the refusals of [`refused_before_its_body`] alone end it).
+pub async fn a_read_request_keeps_its_connection(address: &str) {
+    use tokio::io::AsyncWriteExt;
+    let body = b"not json";
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    let answer = read_answer(&mut stream).await;
+    let head = answer.split("\r\n\r\n").next().unwrap_or_default();
+    assert!(
+        !head.to_ascii_lowercase().contains("connection: close"),
+        "{head}"
+    );
+    let health = format!("GET /healthz HTTP/1.1\r\nHost: {address}\r\n\r\n");
+    stream.write_all(health.as_bytes()).await.unwrap();
+    let next = read_answer(&mut stream).await;
+    assert!(next.starts_with("HTTP/1.1 200"), "{next:?}");
+}
+
 /// One HTTP answer with a `Content-Length` read from `stream`, as text (empty at the end of
 /// the stream).
 async fn read_answer(stream: &mut tokio::net::TcpStream) -> String {
