@@ -97,12 +97,12 @@ impl Matrix {
     }
 
     /// Adds a note, whose vectors [`Matrix::push_vector`] adds next.
-    pub fn push_note(&mut self, id: String, title: String, tags: Vec<String>) {
+    fn push_note(&mut self, id: String, title: String, tags: Vec<String>) {
         self.last_part().notes.push(Owner { id, title, tags });
     }
 
     /// Adds a stored vector (see [`vector_bytes`]) of the note added last.
-    pub fn push_vector(&mut self, stored: &[u8]) {
+    fn push_vector(&mut self, stored: &[u8]) {
         let vector: Vec<f32> = stored
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))

@@ -29,7 +29,6 @@ fn every_coordinate_within_2e_5_of_the_released_crates() -> Result<(), Box<dyn s
             worst = worst.max((a - b).abs());
         }
     }
-    eprintln!("worst coordinate difference: {worst:e}");
     assert!(worst < 2e-5, "coordinate drift {worst}");
     Ok(())
 }
