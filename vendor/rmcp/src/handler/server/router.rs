@@ -178,13 +178,13 @@ mod tests {
     impl ServerHandler for DummyHandler {}
 
     async fn recv_notification(
-        rx: &mut tokio::sync::mpsc::Receiver<PeerSinkMessage<RoleServer>>,
+        rx: &mut tokio::sync::mpsc::Receiver<Box<PeerSinkMessage<RoleServer>>>,
     ) -> ServerNotification {
         let msg = tokio::time::timeout(std::time::Duration::from_secs(1), rx.recv())
             .await
             .expect("timed out")
             .expect("channel closed");
-        match msg {
+        match *msg {
             PeerSinkMessage::Notification {
                 notification,
                 responder,
