@@ -146,3 +146,72 @@ async fn another_users_notes_are_never_linked_on_postgresql() {
     let alices = alice.get_with_links("mine").await.unwrap().unwrap();
     assert_eq!(alices.backlinks, [back("secret", "Secret")]);
 }
+
+/// Rows of `pkb_notes` that scans have read one by one in the database at `url`. A backend
+/// reports its reads when it ends, or some seconds after it goes idle: the caller closes its
+/// connections first.
+async fn rows_read_one_by_one(url: &str) -> i64 {
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to the test database");
+    let connection = tokio::spawn(connection);
+    let read: i64 = client
+        .query_one(
+            "SELECT coalesce(seq_tup_read, 0) FROM pg_stat_user_tables WHERE relname = 'pkb_notes'",
+            &[],
+        )
+        .await
+        .expect("read the table's statistics")
+        .get(0);
+    drop(client);
+    let _ = connection.await;
+    read
+}
+
+#[tokio::test]
+async fn backlinks_on_postgresql_come_from_the_link_index_not_from_every_note() {
+    let Some(admin) = postgres::testing::admin_url() else {
+        return;
+    };
+    // A database of its own, so that only this test's reads are counted.
+    let url = postgres::testing::scratch_database(&admin).await;
+    let user = postgres::testing::fresh_key();
+    const NOTES: usize = 3_000;
+    let notes = (0..NOTES)
+        .map(|i| {
+            let next = (i + 1) % NOTES;
+            draft(
+                &format!("n{i}"),
+                &format!("Note {i}"),
+                &[],
+                &format!("See [[Note {next}]]."),
+            )
+        })
+        .collect();
+    let database = postgres::PgDatabase::connect(&url, false).await.unwrap();
+    database
+        .store_for(&user)
+        .put_many(notes, PutMode::CreateOnly)
+        .await
+        .unwrap();
+    drop(database);
+    postgres::testing::execute(&url, "ANALYZE pkb_notes").await;
+    let before = rows_read_one_by_one(&url).await;
+    let database = postgres::PgDatabase::connect(&url, false).await.unwrap();
+    let store = database.store_for(&user);
+    for i in 1..=5 {
+        let from = format!("n{}", i - 1);
+        assert_eq!(
+            store.backlinks(&format!("n{i}")).await.unwrap(),
+            [back(&from, &format!("Note {}", i - 1))]
+        );
+    }
+    drop((store, database));
+    let read = rows_read_one_by_one(&url).await - before;
+    // Read whole, the notes would have been read five times over: 15,000 rows.
+    assert!(
+        read < NOTES as i64,
+        "five backlinks read {read} rows of {NOTES} notes one by one"
+    );
+}
