@@ -28,7 +28,9 @@ use super::{
     Purged, PutMode, PutOutcome, RANK_WINDOW, RecentChange, SEED_NOTES, SEEDED_BY, SearchHit,
     Store, StoreError, VersionLookup, VersionSummary, query_words,
 };
-use crate::links::{Backlink, LinkedNote, TargetKeys, link_targets, title_key};
+use crate::links::{
+    Backlink, LinkedNote, NoteWithLinks, TargetKeys, link_targets, links_of, title_key,
+};
 use crate::locks::lock;
 use crate::meaning::{Matrix, MatrixCache, vector_bytes};
 use crate::note::{Note, now_rfc3339};
@@ -388,9 +390,37 @@ impl PgNotes {
         .await
     }
 
-    /// The rows of `sql` as an unnamed statement, which PostgreSQL plans with these values:
-    /// a prepared statement's generic plan knows neither how common a query's words are nor
-    /// which keys an array holds, and it judged the GIN indexes too costly for both.
+    /// The notes `pkb_link_sources` found for the note `id` whose title's key is `key`, from
+    /// their JSON (`[[id, title, links], ...]`; NULL for none).
+    fn link_sources(
+        &self,
+        id: &str,
+        key: String,
+        found: Option<String>,
+    ) -> Result<Vec<LinkSource>, StoreError> {
+        let Some(found) = found else {
+            return Ok(Vec::new());
+        };
+        let rows: Vec<(String, String, Vec<String>)> =
+            serde_json::from_str(&found).map_err(|error| StoreError::Backend {
+                context: format!("finding backlinks in {}", self.database.location),
+                source: format!("unreadable link sources: {error}").into(),
+            })?;
+        Ok(rows
+            .into_iter()
+            .map(|(source, title, links)| {
+                let keys = nul_escape::decode_all(links)
+                    .iter()
+                    .map(|t| TargetKeys::of(t))
+                    .filter(|k| k.target == id || k.derived == id || k.folded == key)
+                    .collect();
+                (Backlink { id: source, title }, keys)
+            })
+            .collect())
+    }
+
+    /// The rows of `sql` as an unnamed statement, which PostgreSQL plans with these values: a
+    /// prepared statement's generic plan would not know how common a query's words are.
     async fn planned_rows(
         &self,
         what: &str,
@@ -751,6 +781,32 @@ fn limit(limit: usize) -> i64 {
 }
 
 /// A note from a row of `id, title, tags, body, created_at, updated_at, version`.
+/// A note that may link to another: its id and title, and those of its links' keys that could
+/// name that note, each to be resolved to see whether it does.
+type LinkSource = (Backlink, Vec<TargetKeys>);
+
+/// The notes among `sources` with a link that resolves to the note `id`, sorted by id;
+/// `resolved` answers their keys, in order.
+fn confirmed_backlinks(
+    id: &str,
+    sources: Vec<LinkSource>,
+    mut resolved: impl Iterator<Item = Option<LinkedNote>>,
+) -> Vec<Backlink> {
+    let mut found: Vec<Backlink> = Vec::new();
+    for (source, keys) in sources {
+        let links_here = keys
+            .iter()
+            .map(|_| resolved.next().flatten())
+            .filter(|note| note.as_ref().is_some_and(|n| n.id == id))
+            .count();
+        if links_here > 0 {
+            found.push(source);
+        }
+    }
+    found.sort_by(|a, b| a.id.cmp(&b.id));
+    found
+}
+
 /// A search's row: id, title, tags and score.
 fn search_hit(row: &Row) -> SearchHit {
     SearchHit {
@@ -997,65 +1053,59 @@ impl NoteEngine for PgNotes {
             .collect())
     }
 
-    async fn backlinks(&self, id: &str) -> Result<Vec<Backlink>, StoreError> {
+    async fn get_with_links(&self, id: &str) -> Result<Option<NoteWithLinks>, StoreError> {
         let id = nul_escape::encode(id);
-        let Some(key) = self
+        // The note and the notes that may link to it, in one statement and one snapshot.
+        let rows = self
             .rows(
-                "finding backlinks",
-                "SELECT title_key FROM pkb_notes WHERE owner = $1 AND id = $2",
+                "reading a note",
+                "SELECT n.id, n.title, n.tags, n.body, n.created_at, n.updated_at, n.version,
+                     n.title_key, (SELECT json_agg(json_build_array(s.id, s.title, s.links))::text
+                         FROM pkb_link_sources(n.owner, n.id, n.title_key) s)
+                 FROM pkb_notes n WHERE n.owner = $1 AND n.id = $2",
                 &[&self.owner, &id],
             )
-            .await?
-            .first()
-            .map(|row| row.get::<_, String>(0))
-        else {
-            return Ok(Vec::new());
+            .await?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
         };
-        // The notes whose links may resolve to this one, by the index of their keys, which
-        // the planner must see: joined to the note's row, or as a prepared statement's
-        // parameter, the keys were unknown to it, and it read every note instead (105 ms a
-        // fetch at 100,000 notes, against 0.3 ms through the index).
-        let keys = vec![id.to_string(), key.clone()];
+        let note = note_from(row);
+        let sources = self.link_sources(&id, row.get(7), row.get(8))?;
+        // Its own links and the sources' keys, resolved together.
+        let targets = link_targets(&note.body);
+        let mut asked: Vec<TargetKeys> = targets.iter().map(|t| TargetKeys::of(t)).collect();
+        let own = asked.len();
+        asked.extend(sources.iter().flat_map(|(_, keys)| keys.iter().cloned()));
+        let mut resolved = self.resolve_targets(&asked).await?.into_iter();
+        let links = links_of(targets, resolved.by_ref().take(own).collect());
+        Ok(Some(NoteWithLinks {
+            note,
+            links,
+            backlinks: confirmed_backlinks(&id, sources, resolved),
+        }))
+    }
+
+    async fn backlinks(&self, id: &str) -> Result<Vec<Backlink>, StoreError> {
+        let id = nul_escape::encode(id);
         let rows = self
-            .planned_rows(
+            .rows(
                 "finding backlinks",
-                "SELECT id, title, links FROM pkb_notes WHERE owner = $1 AND link_keys && $2",
-                &[(&self.owner, Type::TEXT), (&keys, Type::TEXT_ARRAY)],
+                "SELECT n.title_key, (SELECT json_agg(json_build_array(s.id, s.title, s.links))::text
+                     FROM pkb_link_sources(n.owner, n.id, n.title_key) s)
+                 FROM pkb_notes n WHERE n.owner = $1 AND n.id = $2",
+                &[&self.owner, &id],
             )
             .await?;
-        let mut candidates: Vec<(Backlink, Vec<TargetKeys>)> = Vec::new();
-        for row in &rows {
-            let keys: Vec<TargetKeys> = nul_escape::decode_all(row.get(2))
-                .iter()
-                .map(|t| TargetKeys::of(t))
-                .filter(|k| k.target == *id || k.derived == *id || k.folded == key)
-                .collect();
-            let source = Backlink {
-                id: row.get(0),
-                title: row.get(1),
-            };
-            candidates.push((source, keys));
-        }
-        // Each such link is resolved, to see that it is this note's.
-        let asked: Vec<TargetKeys> = candidates
+        let Some(row) = rows.first() else {
+            return Ok(Vec::new());
+        };
+        let sources = self.link_sources(&id, row.get(0), row.get(1))?;
+        let asked: Vec<TargetKeys> = sources
             .iter()
             .flat_map(|(_, keys)| keys.iter().cloned())
             .collect();
         let resolved = self.resolve_targets(&asked).await?;
-        let mut answers = resolved.into_iter();
-        let mut found: Vec<Backlink> = Vec::new();
-        for (source, keys) in candidates {
-            let links_here = keys
-                .iter()
-                .map(|_| answers.next().flatten())
-                .filter(|note| note.as_ref().is_some_and(|n| n.id == *id))
-                .count();
-            if links_here > 0 {
-                found.push(source);
-            }
-        }
-        found.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(found)
+        Ok(confirmed_backlinks(&id, sources, resolved.into_iter()))
     }
 
     async fn history(

@@ -201,17 +201,21 @@ async fn backlinks_on_postgresql_come_from_the_link_index_not_from_every_note() 
     let database = postgres::PgDatabase::connect(&url, false).await.unwrap();
     let store = database.store_for(&user);
     for i in 1..=5 {
-        let from = format!("n{}", i - 1);
+        let linking = back(&format!("n{}", i - 1), &format!("Note {}", i - 1));
+        let id = format!("n{i}");
         assert_eq!(
-            store.backlinks(&format!("n{i}")).await.unwrap(),
-            [back(&from, &format!("Note {}", i - 1))]
+            store.backlinks(&id).await.unwrap(),
+            std::slice::from_ref(&linking)
         );
+        let (next, title) = (format!("n{}", i + 1), format!("Note {}", i + 1));
+        let linked_to = link(&title, Some((&next, &title)));
+        assert_eq!(linked(&store, &id).await, (vec![linked_to], vec![linking]));
     }
     drop((store, database));
     let read = rows_read_one_by_one(&url).await - before;
-    // Read whole, the notes would have been read five times over: 15,000 rows.
+    // Read whole, the notes would have been read ten times over: 30,000 rows.
     assert!(
         read < NOTES as i64,
-        "five backlinks read {read} rows of {NOTES} notes one by one"
+        "five backlinks and five fetches read {read} rows of {NOTES} notes one by one"
     );
 }
