@@ -780,7 +780,6 @@ fn limit(limit: usize) -> i64 {
     i64::try_from(limit.min(MAX_LIMIT)).unwrap_or(i64::MAX)
 }
 
-/// A note from a row of `id, title, tags, body, created_at, updated_at, version`.
 /// A note that may link to another: its id and title, and those of its links' keys that could
 /// name that note, each to be resolved to see whether it does.
 type LinkSource = (Backlink, Vec<TargetKeys>);
@@ -817,6 +816,7 @@ fn search_hit(row: &Row) -> SearchHit {
     }
 }
 
+/// A note from a row of `id, title, tags, body, created_at, updated_at, version`.
 fn note_from(row: &Row) -> Note {
     Note {
         id: row.get(0),
