@@ -67,6 +67,20 @@ on_both_backends! {
         assert_eq!((to_alpha.len(), to_other.len()), (1, 0), "only where the link resolves");
     }
 
+    async fn of_notes_titled_alike_a_title_link_resolves_to_the_smallest_id() {
+        let store = empty().await;
+        // Neither id is the target or derived from it: the title decides, then the id.
+        put(&store, "b-twin", "Twin", "").await;
+        put(&store, "a-twin", "TWIN", "").await;
+        put(&store, "source", "Source", "[[twin]]").await;
+        let (links, _) = linked(&store, "source").await;
+        assert_eq!(links, [link("twin", Some(("a-twin", "TWIN")))]);
+        assert_eq!(linked(&store, "a-twin").await.1, [back("source", "Source")]);
+        assert!(linked(&store, "b-twin").await.1.is_empty());
+        assert_eq!(store.backlinks("a-twin").await.unwrap(), [back("source", "Source")]);
+        assert!(store.backlinks("b-twin").await.unwrap().is_empty());
+    }
+
     async fn links_follow_notes_made_later_deleted_and_restored() {
         let store = empty().await;
         put(&store, "a", "A", "see [[Later note]]").await;
