@@ -391,43 +391,32 @@ impl PgNotes {
     }
 
     /// The notes `pkb_link_sources` found for the note `id` whose title's key is `key`, from
-    /// their JSON (`[[id, title, links, named], ...]`; NULL for none).
+    /// their JSON (`[[id, title, links], ...]`; NULL for none).
     fn link_sources(
         &self,
         id: &str,
-        key: &str,
+        key: String,
         found: Option<String>,
     ) -> Result<Vec<LinkSource>, StoreError> {
-        let rows: Vec<(String, String, Vec<String>, Vec<String>)> =
-            self.json("finding backlinks", found)?;
-        Ok(rows
-            .into_iter()
-            .map(|(source, title, links, named)| LinkSource {
-                note: Backlink { id: source, title },
-                keys: nul_escape::decode_all(links)
-                    .iter()
-                    .map(|t| TargetKeys::of(t))
-                    .filter(|k| k.target == id || k.derived == id || k.folded == key)
-                    .collect(),
-                named,
-            })
-            .collect())
-    }
-
-    /// Rows a statement gave as JSON (NULL for none), or a storage error saying what was
-    /// being done.
-    fn json<T: serde::de::DeserializeOwned>(
-        &self,
-        what: &str,
-        found: Option<String>,
-    ) -> Result<Vec<T>, StoreError> {
         let Some(found) = found else {
             return Ok(Vec::new());
         };
-        serde_json::from_str(&found).map_err(|error| StoreError::Backend {
-            context: format!("{what} in {}", self.database.location),
-            source: format!("the database's answer was unreadable: {error}").into(),
-        })
+        let rows: Vec<(String, String, Vec<String>)> =
+            serde_json::from_str(&found).map_err(|error| StoreError::Backend {
+                context: format!("finding backlinks in {}", self.database.location),
+                source: format!("unreadable link sources: {error}").into(),
+            })?;
+        Ok(rows
+            .into_iter()
+            .map(|(source, title, links)| {
+                let keys = nul_escape::decode_all(links)
+                    .iter()
+                    .map(|t| TargetKeys::of(t))
+                    .filter(|k| k.target == id || k.derived == id || k.folded == key)
+                    .collect();
+                (Backlink { id: source, title }, keys)
+            })
+            .collect())
     }
 
     /// The rows of `sql` as an unnamed statement, which PostgreSQL plans with these values: a
@@ -791,82 +780,28 @@ fn limit(limit: usize) -> i64 {
     i64::try_from(limit.min(MAX_LIMIT)).unwrap_or(i64::MAX)
 }
 
-/// A note that may link to another: its id and title, those of its links' keys that could
-/// name that note, and which of all its keys are ids of notes (`named`).
-struct LinkSource {
-    note: Backlink,
-    keys: Vec<TargetKeys>,
-    named: Vec<String>,
-}
+/// A note that may link to another: its id and title, and those of its links' keys that could
+/// name that note, each to be resolved to see whether it does.
+type LinkSource = (Backlink, Vec<TargetKeys>);
 
-/// Notes that a note's links may resolve to: `(id, title, title_key)`, as stored.
-struct KnownNotes(Vec<(String, String, String)>);
-
-impl KnownNotes {
-    /// `keys` resolved among these notes as `resolve_targets` resolves them: the id, the
-    /// derived id, then the smallest id of the notes with that title ignoring case.
-    fn resolve(&self, keys: &TargetKeys) -> Option<LinkedNote> {
-        let (target, derived) = (
-            nul_escape::encode(&keys.target),
-            nul_escape::encode(&keys.derived),
-        );
-        let folded = nul_escape::encode(&keys.folded);
-        let by_id = |id: &str| self.0.iter().find(|(known, _, _)| known == id);
-        by_id(&target)
-            .or_else(|| by_id(&derived))
-            .or_else(|| {
-                self.0
-                    .iter()
-                    .filter(|(_, _, key)| *key == *folded)
-                    .min_by(|a, b| a.0.cmp(&b.0))
-            })
-            .map(|(id, title, _)| LinkedNote {
-                id: id.clone(),
-                title: title.clone(),
-            })
-    }
-
-    /// The smallest id of these notes whose title's key is `key`.
-    fn first_titled(&self, key: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .filter(|(_, _, known)| known == key)
-            .map(|(id, _, _)| id.as_str())
-            .min()
-    }
-}
-
-/// The notes among `sources` with a link that resolves to the note `id`, whose title's key is
-/// `key`, sorted by id; `titled` holds the notes with that title key. A link resolves by the
-/// id it names, then the id it derives, then the title: a source's `named` ids answer the
-/// first two, and the smallest id titled alike the third.
+/// The notes among `sources` with a link that resolves to the note `id`, sorted by id;
+/// `resolved` answers their keys, in order.
 fn confirmed_backlinks(
     id: &str,
-    key: &str,
-    titled: &KnownNotes,
     sources: Vec<LinkSource>,
+    mut resolved: impl Iterator<Item = Option<LinkedNote>>,
 ) -> Vec<Backlink> {
-    let first_titled = titled.first_titled(key);
-    let mut found: Vec<Backlink> = sources
-        .into_iter()
-        .filter(|source| {
-            let named = |candidate: &str| source.named.iter().any(|n| n == candidate);
-            source.keys.iter().any(|k| {
-                let (target, derived) = (
-                    nul_escape::encode(&k.target),
-                    nul_escape::encode(&k.derived),
-                );
-                if named(&target) {
-                    target == id
-                } else if named(&derived) {
-                    derived == id
-                } else {
-                    *nul_escape::encode(&k.folded) == *key && first_titled == Some(id)
-                }
-            })
-        })
-        .map(|source| source.note)
-        .collect();
+    let mut found: Vec<Backlink> = Vec::new();
+    for (source, keys) in sources {
+        let links_here = keys
+            .iter()
+            .map(|_| resolved.next().flatten())
+            .filter(|note| note.as_ref().is_some_and(|n| n.id == id))
+            .count();
+        if links_here > 0 {
+            found.push(source);
+        }
+    }
     found.sort_by(|a, b| a.id.cmp(&b.id));
     found
 }
@@ -1120,18 +1055,13 @@ impl NoteEngine for PgNotes {
 
     async fn get_with_links(&self, id: &str) -> Result<Option<NoteWithLinks>, StoreError> {
         let id = nul_escape::encode(id);
-        // One statement, one snapshot: the note, the notes that may link to it, and every note
-        // its links or a link to its title could resolve to.
+        // The note and the notes that may link to it, in one statement and one snapshot.
         let rows = self
             .rows(
                 "reading a note",
                 "SELECT n.id, n.title, n.tags, n.body, n.created_at, n.updated_at, n.version,
-                     n.title_key,
-                     (SELECT json_agg(json_build_array(s.id, s.title, s.links, s.named))::text
-                      FROM pkb_link_sources(n.owner, n.id, n.title_key) s),
-                     (SELECT json_agg(json_build_array(c.id, c.title, c.title_key))::text
-                      FROM pkb_notes c WHERE c.owner = n.owner AND (c.id = ANY (n.link_keys)
-                          OR c.title_key = ANY (n.link_keys) OR c.title_key = n.title_key))
+                     n.title_key, (SELECT json_agg(json_build_array(s.id, s.title, s.links))::text
+                         FROM pkb_link_sources(n.owner, n.id, n.title_key) s)
                  FROM pkb_notes n WHERE n.owner = $1 AND n.id = $2",
                 &[&self.owner, &id],
             )
@@ -1140,18 +1070,18 @@ impl NoteEngine for PgNotes {
             return Ok(None);
         };
         let note = note_from(row);
-        let key: String = row.get(7);
-        let sources = self.link_sources(&id, &key, row.get(8))?;
-        let known = KnownNotes(self.json("reading a note", row.get(9))?);
+        let sources = self.link_sources(&id, row.get(7), row.get(8))?;
+        // Its own links and the sources' keys, resolved together.
         let targets = link_targets(&note.body);
-        let resolved = targets
-            .iter()
-            .map(|t| known.resolve(&TargetKeys::of(t)))
-            .collect();
+        let mut asked: Vec<TargetKeys> = targets.iter().map(|t| TargetKeys::of(t)).collect();
+        let own = asked.len();
+        asked.extend(sources.iter().flat_map(|(_, keys)| keys.iter().cloned()));
+        let mut resolved = self.resolve_targets(&asked).await?.into_iter();
+        let links = links_of(targets, resolved.by_ref().take(own).collect());
         Ok(Some(NoteWithLinks {
-            links: links_of(targets, resolved),
-            backlinks: confirmed_backlinks(&id, &key, &known, sources),
             note,
+            links,
+            backlinks: confirmed_backlinks(&id, sources, resolved),
         }))
     }
 
@@ -1160,11 +1090,8 @@ impl NoteEngine for PgNotes {
         let rows = self
             .rows(
                 "finding backlinks",
-                "SELECT n.title_key,
-                     (SELECT json_agg(json_build_array(s.id, s.title, s.links, s.named))::text
-                      FROM pkb_link_sources(n.owner, n.id, n.title_key) s),
-                     (SELECT json_agg(json_build_array(c.id, c.title, c.title_key))::text
-                      FROM pkb_notes c WHERE c.owner = n.owner AND c.title_key = n.title_key)
+                "SELECT n.title_key, (SELECT json_agg(json_build_array(s.id, s.title, s.links))::text
+                     FROM pkb_link_sources(n.owner, n.id, n.title_key) s)
                  FROM pkb_notes n WHERE n.owner = $1 AND n.id = $2",
                 &[&self.owner, &id],
             )
@@ -1172,10 +1099,13 @@ impl NoteEngine for PgNotes {
         let Some(row) = rows.first() else {
             return Ok(Vec::new());
         };
-        let key: String = row.get(0);
-        let sources = self.link_sources(&id, &key, row.get(1))?;
-        let titled = KnownNotes(self.json("finding backlinks", row.get(2))?);
-        Ok(confirmed_backlinks(&id, &key, &titled, sources))
+        let sources = self.link_sources(&id, row.get(0), row.get(1))?;
+        let asked: Vec<TargetKeys> = sources
+            .iter()
+            .flat_map(|(_, keys)| keys.iter().cloned())
+            .collect();
+        let resolved = self.resolve_targets(&asked).await?;
+        Ok(confirmed_backlinks(&id, sources, resolved.into_iter()))
     }
 
     async fn history(

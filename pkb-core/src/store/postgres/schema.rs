@@ -268,21 +268,17 @@ END $$;
 "#;
 
 /// Version 10: the notes whose links may lead to a note (`pkb_link_sources`), found through
-/// the index of link keys in the statement that reads the note, each with those of its keys
-/// that are ids of notes (`named`), so that its links to the note can be told without another
-/// round trip. The keys looked for are the note's id and its title's key, known only once its
-/// row is read; in a plain statement the planner cannot tell how many notes hold them, judges
-/// the index too costly and reads every note (105 ms at 100,000 notes). `EXECUTE ... USING`
-/// plans with their values: 0.3 ms through the index.
+/// the index of link keys in the statement that reads the note. The keys are the note's id and
+/// its title's key, known only once its row is read; in a plain statement the planner cannot
+/// tell how many notes hold them, judges the index too costly and reads every note (105 ms at
+/// 100,000 notes). `EXECUTE ... USING` plans with their values: 0.3 ms through the index.
 const V10: &str = r#"
 CREATE FUNCTION pkb_link_sources(owner_key text, note_id text, note_key text)
-RETURNS TABLE (id text, title text, links text[], named text[])
+RETURNS TABLE (id text, title text, links text[])
 LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
 BEGIN
     RETURN QUERY EXECUTE
-        'SELECT s.id, s.title, s.links,
-             ARRAY(SELECT x.id FROM pkb_notes x WHERE x.owner = $1 AND x.id = ANY (s.link_keys))
-         FROM pkb_notes s WHERE s.owner = $1 AND s.link_keys && $2'
+        'SELECT id, title, links FROM pkb_notes WHERE owner = $1 AND link_keys && $2'
         USING owner_key, ARRAY[note_id, note_key];
 END $$;
 "#;
