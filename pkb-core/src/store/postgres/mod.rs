@@ -11,6 +11,7 @@ mod listen;
 mod nul_escape;
 mod schema;
 mod tls;
+mod word_search;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -433,6 +434,21 @@ impl PgNotes {
             client.query_typed(sql, params).await.map_err(&failed)
         })
         .await
+    }
+
+    /// The rare words of a query of several, for [`word_search::RARE_WORDS`], from how many of
+    /// the user's newest notes hold each.
+    async fn rare_words(&self, text: &str) -> Result<Option<String>, StoreError> {
+        let rows = self
+            .rows(
+                "searching",
+                word_search::WORD_COUNTS,
+                &[&self.owner, &text, &word_search::SAMPLED],
+            )
+            .await?;
+        let counted = rows.first().map_or(0, |row| row.get::<_, i64>(2));
+        let words: Vec<(String, i64)> = rows.iter().map(|row| (row.get(0), row.get(1))).collect();
+        Ok(word_search::rare_words(&words, counted))
     }
 
     /// What `work` gives, or a storage error once it has waited `wait` for the database.
@@ -1302,34 +1318,28 @@ impl NoteEngine for PgNotes {
         // NUL separates words anyway, and PostgreSQL's text cannot hold it.
         let text = text.replace('\0', " ");
         let window = limit(limit_to);
+        let rare = if tags.is_empty() && query_words::words(&text).nth(1).is_some() {
+            self.rare_words(&text).await?
+        } else {
+            None
+        };
+        let mut params: Vec<(&(dyn ToSql + Sync), Type)> = vec![
+            (&self.owner, Type::TEXT),
+            (&text, Type::TEXT),
+            (&tags, Type::TEXT_ARRAY),
+            (&window, Type::INT8),
+            (&RANK_WINDOW, Type::INT8),
+        ];
         // Planned with this query's words (pkb_query folds them into a constant), so that the
-        // planner knows how common they are. The newest matches are found as row addresses,
-        // and only the window's rows are read again whole to be ranked: carrying every match's
-        // text and vector through the search for the newest had made a search take up to half
-        // again as long. Both parts run in the statement's one snapshot, in which a row's
-        // address does not change.
-        let rows = self
-            .planned_rows(
-                "searching",
-                "WITH recent AS (
-                    SELECT ctid AS address FROM pkb_notes
-                    WHERE owner = $1 AND tags @> $3 AND search @@ pkb_query($2)
-                    ORDER BY created_order DESC LIMIT $5
-                )
-                SELECT id, title, tags,
-                    ts_rank('{0, 0.1, 0.4, 1}', search, pkb_query($2))::float8 AS score
-                FROM pkb_notes
-                WHERE ctid = ANY (ARRAY(SELECT address FROM recent)) AND owner = $1
-                ORDER BY score DESC, created_order DESC LIMIT $4",
-                &[
-                    (&self.owner, Type::TEXT),
-                    (&text, Type::TEXT),
-                    (&tags, Type::TEXT_ARRAY),
-                    (&window, Type::INT8),
-                    (&RANK_WINDOW, Type::INT8),
-                ],
-            )
-            .await?;
+        // planner knows how common they are.
+        let sql = match &rare {
+            Some(rare) => {
+                params.push((rare, Type::TEXT));
+                word_search::RARE_WORDS
+            }
+            None => word_search::EVERY_WORD,
+        };
+        let rows = self.planned_rows("searching", sql, &params).await?;
         Ok(rows.iter().map(search_hit).collect())
     }
 

@@ -1091,6 +1091,32 @@ on_both_backends! {
     }
 }
 
+on_both_backends! {
+    async fn a_rare_word_beside_a_common_one_finds_exactly_the_notes_holding_both() {
+        // Enough notes that the newest of them tell the common word from the rare one:
+        // PostgreSQL then finds the matches through the rare word and checks the other on each.
+        let store = empty().await;
+        let mut drafts: Vec<NoteDraft> = (0..400)
+            .map(|i| {
+                let body = if i % 100 == 7 { "a common word and a rarity" } else { "a common word" };
+                draft(&format!("n{i:03}"), "Note", &[], body)
+            })
+            .collect();
+        drafts.push(draft("lone", "Lone", &[], "only the rarity here"));
+        drafts.push(draft("prefixed", "Prefixed", &[], "commonplace rarities"));
+        store.put_many(drafts, PutMode::CreateOnly).await.unwrap();
+
+        let both = ["n007", "n107", "n207", "n307"];
+        assert_eq!(sorted(ids(&store, "common rarity").await), both);
+        assert_eq!(sorted(ids(&store, "rarity COMMON").await), both);
+        // Each word is also a prefix, the rare one as the common one.
+        let mut prefixed = both.to_vec();
+        prefixed.push("prefixed");
+        assert_eq!(sorted(ids(&store, "comm rar").await), prefixed);
+        assert_eq!(ids(&store, "common rarity nowhere").await, Vec::<String>::new());
+    }
+}
+
 mod history;
 mod links;
 #[cfg(feature = "meaning")]
