@@ -32,3 +32,29 @@ pub(crate) fn folded_words(query: &str) -> impl Iterator<Item = Cow<'_, str>> {
         .map(fold_for_search)
         .filter(|word| !word.trim().is_empty())
 }
+
+/// How many of a store's notes hold a query word, as a prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Share {
+    /// No note holds a term it starts.
+    None,
+    /// Some notes do, fewer than half.
+    Some,
+    /// At least half the notes hold one of the terms it starts: BM25 gives such a word no
+    /// weight.
+    Half,
+}
+
+/// The words an any-word search keeps of a query's `words`, each with its [`Share`]: a word
+/// half the notes hold is left out while another word, held by some notes, is kept. BM25
+/// gives it no weight, and every note holding it would be a match to rank. Every word when no
+/// other would match.
+pub(crate) fn kept_any_words<W>(words: impl IntoIterator<Item = (W, Share)>) -> Vec<W> {
+    let words: Vec<(W, Share)> = words.into_iter().collect();
+    let some_held = words.iter().any(|(_, share)| *share == Share::Some);
+    words
+        .into_iter()
+        .filter(|(_, share)| !some_held || *share != Share::Half)
+        .map(|(word, _)| word)
+        .collect()
+}

@@ -436,19 +436,31 @@ impl PgNotes {
         .await
     }
 
-    /// The rare words of a query of several, for [`word_search::RARE_WORDS`], from how many of
-    /// the user's newest notes hold each.
-    async fn rare_words(&self, text: &str) -> Result<Option<String>, StoreError> {
+    /// The words of `text` and how many notes hold each ([`word_search::WORD_COUNTS`]; a word
+    /// none of the newest notes holds is looked up in the index when `look_further`), with the
+    /// number of newest notes counted.
+    async fn word_counts(
+        &self,
+        text: &str,
+        look_further: bool,
+    ) -> Result<(Vec<word_search::WordCount>, i64), StoreError> {
         let rows = self
             .rows(
                 "searching",
                 word_search::WORD_COUNTS,
-                &[&self.owner, &text, &word_search::SAMPLED],
+                &[&self.owner, &text, &word_search::SAMPLED, &look_further],
             )
             .await?;
         let counted = rows.first().map_or(0, |row| row.get::<_, i64>(2));
-        let words: Vec<(String, i64)> = rows.iter().map(|row| (row.get(0), row.get(1))).collect();
-        Ok(word_search::rare_words(&words, counted))
+        let words = rows
+            .iter()
+            .map(|row| word_search::WordCount {
+                text: row.get(0),
+                holding: row.get(1),
+                held: row.get(3),
+            })
+            .collect();
+        Ok((words, counted))
     }
 
     /// What `work` gives, or a storage error once it has waited `wait` for the database.
@@ -934,11 +946,24 @@ impl NoteEngine for PgNotes {
         }
         let tags = nul_escape::encode_all(tags);
         let text = text.replace('\0', " ");
-        // pkb_query's words joined by OR rather than AND, planned with them as search is.
+        // The words half the notes hold are left out while another is held by some, as in
+        // SQLite's store; a query of one word is pkb_query's.
+        let kept = if query_words::words(&text).nth(1).is_some() {
+            let (words, counted) = self.word_counts(&text, true).await?;
+            let kept = query_words::kept_any_words(word_search::shares(words, counted));
+            if kept.is_empty() {
+                return Ok(Vec::new());
+            }
+            Some(kept.join(" | "))
+        } else {
+            None
+        };
+        // Planned with the words, as search is.
         let rows = self
             .planned_rows(
                 "searching",
-                "WITH q AS (SELECT replace(pkb_query($2)::text, ' & ', ' | ')::tsquery AS any)
+                "WITH q AS (SELECT COALESCE($5::tsquery,
+                     replace(pkb_query($2)::text, ' & ', ' | ')::tsquery) AS any)
                  SELECT id, title, tags,
                      ts_rank('{0, 0.1, 0.4, 1}', search, q.any)::float8 AS score
                  FROM pkb_notes, q
@@ -949,6 +974,7 @@ impl NoteEngine for PgNotes {
                     (&text, Type::TEXT),
                     (&tags, Type::TEXT_ARRAY),
                     (&limit(limit_to), Type::INT8),
+                    (&kept, Type::TEXT),
                 ],
             )
             .await?;
@@ -1319,7 +1345,8 @@ impl NoteEngine for PgNotes {
         let text = text.replace('\0', " ");
         let window = limit(limit_to);
         let rare = if tags.is_empty() && query_words::words(&text).nth(1).is_some() {
-            self.rare_words(&text).await?
+            let (words, counted) = self.word_counts(&text, false).await?;
+            word_search::rare_words(&words, counted)
         } else {
             None
         };

@@ -783,41 +783,4 @@ mod tests {
         other.delete("south", "test").unwrap();
         assert!(nearest(&backend).is_empty());
     }
-
-    #[test]
-    fn the_any_word_ranking_leaves_out_words_half_the_notes_hold() {
-        let backend = SqliteBackend::open_in_memory(false).unwrap();
-        let by = crate::store::Provenance::write("test");
-        let body = |k: usize| match k {
-            0 => "the deploy checklist".to_owned(),
-            1 => "the release notes".to_owned(),
-            _ => format!("the note {k}"),
-        };
-        for k in 0..6 {
-            let draft = NoteDraft {
-                id: format!("n{k}"),
-                title: format!("Note {k}"),
-                tags: Vec::new(),
-                body: body(k),
-            };
-            backend.put(draft, PutMode::CreateOnly, &by).unwrap();
-        }
-        let found = |query: &str| -> Vec<String> {
-            let hits = backend.search_any_words(query, &[], 10).unwrap();
-            hits.into_iter().map(|h| h.id).collect()
-        };
-        assert_eq!(
-            found("the deploy"),
-            ["n0"],
-            "\"the\", in every note, is left out"
-        );
-        let mut either = found("the deploy release");
-        either.sort();
-        assert_eq!(either, ["n0", "n1"]);
-        assert_eq!(
-            found("the zebra").len(),
-            6,
-            "kept when no other word would match"
-        );
-    }
 }

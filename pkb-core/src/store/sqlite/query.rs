@@ -1,7 +1,6 @@
 //! Turning user text into FTS5 queries that cannot be misread as query syntax.
 
-use super::terms::Share;
-use crate::store::query_words::folded_words;
+use crate::store::query_words::{Share, folded_words, kept_any_words};
 
 /// The FTS5 MATCH expression for a user query: each of its folded words as a quoted
 /// string with a prefix `*` (FTS5 reads several tokens in one as a phrase), joined by spaces
@@ -23,29 +22,19 @@ pub(super) fn match_expression(query: &str) -> Option<String> {
 }
 
 /// The FTS5 MATCH expression in which any one of the query's words (each also as a prefix)
-/// is enough: [`match_expression`]'s words joined by `OR`. A word `share` says half the notes
-/// hold is left out when another word, held by some notes, is left: BM25 gives it no weight,
-/// and every note holding it would be a match to rank. `None` when no word is left.
+/// is enough: [`match_expression`]'s words joined by `OR`, those [`kept_any_words`] keeps
+/// from their `share` of the notes. `None` when no word is left.
 pub(super) fn any_word_expression<E>(
     query: &str,
     mut share: impl FnMut(&str) -> Result<Share, E>,
 ) -> Result<Option<String>, E> {
-    let mut kept = Vec::new();
-    let mut all = Vec::new();
-    let mut kept_match = false;
+    let mut words = Vec::new();
     for word in folded_words(query) {
         let quoted = format!("\"{}\"*", word.replace('"', "\"\""));
-        match share(&word)? {
-            Share::Half => {}
-            held => {
-                kept_match |= held == Share::Some;
-                kept.push(quoted.clone());
-            }
-        }
-        all.push(quoted);
+        words.push((quoted, share(&word)?));
     }
-    let words = if kept_match { kept } else { all };
-    Ok((!words.is_empty()).then(|| words.join(" OR ")))
+    let kept = kept_any_words(words);
+    Ok((!kept.is_empty()).then(|| kept.join(" OR ")))
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::fts5_tokenizer::for_each_term;
+use crate::store::query_words::Share;
 
 /// Column weights of the ranking: title, tags, body.
 pub(super) const WEIGHTS: [u32; 3] = [10, 4, 1];
@@ -350,18 +351,6 @@ pub(super) fn query_term(conn: &Connection, word: &str) -> rusqlite::Result<Opti
         Some((term, _, 1)) if terms.is_empty() => Some(term),
         _ => None,
     })
-}
-
-/// How many of a store's notes hold a query word, as a prefix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Share {
-    /// No note holds a term it starts.
-    None,
-    /// Some notes do, fewer than half.
-    Some,
-    /// At least half the notes hold one of the terms it starts: FTS5's BM25 gives such a word
-    /// no weight.
-    Half,
 }
 
 /// How many of the store's `notes` hold one of the terms the query word starts.

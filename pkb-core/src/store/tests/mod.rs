@@ -1117,6 +1117,34 @@ on_both_backends! {
     }
 }
 
+on_both_backends! {
+    async fn the_any_word_search_leaves_out_words_half_the_notes_hold() {
+        let store = empty().await;
+        let body = |k: usize| match k {
+            0 => "the deploy checklist, an ancient one".to_owned(),
+            1 => "the release notes".to_owned(),
+            _ => format!("the note {k}"),
+        };
+        let drafts: Vec<NoteDraft> = (0..300)
+            .map(|k| draft(&format!("n{k:03}"), &format!("Note {k}"), &[], &body(k)))
+            .collect();
+        store.put_many(drafts, PutMode::CreateOnly).await.unwrap();
+        let found = async |query: &str| -> Vec<String> {
+            let hits = store.engine.search_any_words(query, &[], 10).await.unwrap();
+            sorted(hits.into_iter().map(|h| h.id).collect())
+        };
+        assert_eq!(found("the deploy").await, ["n000"], "\"the\", in every note, is left out");
+        assert_eq!(found("the deploy release").await, ["n000", "n001"]);
+        // Held by the oldest note only, which the newest notes do not tell of.
+        assert_eq!(found("ancient the").await, ["n000"]);
+        assert_eq!(
+            found("the zebra").await.len(),
+            10,
+            "kept when no other word would match"
+        );
+    }
+}
+
 mod history;
 mod links;
 #[cfg(feature = "meaning")]
