@@ -33,15 +33,17 @@ pub(crate) fn folded_words(query: &str) -> impl Iterator<Item = Cow<'_, str>> {
         .filter(|word| !word.trim().is_empty())
 }
 
-/// How many of a store's notes hold a query word, as a prefix.
+/// How many of a store's notes hold a query word, as a prefix. SQLite's store knows it of
+/// every note, term by term (half: one term the word starts is in half the notes);
+/// PostgreSQL's counts the user's newest notes (half: half of them hold a term it starts),
+/// and looks further only to tell some from none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Share {
     /// No note holds a term it starts.
     None,
     /// Some notes do, fewer than half.
     Some,
-    /// At least half the notes hold one of the terms it starts: BM25 gives such a word no
-    /// weight.
+    /// About half the notes or more: BM25 gives such a word no weight.
     Half,
 }
 

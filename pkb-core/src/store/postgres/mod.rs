@@ -213,12 +213,17 @@ impl PgDatabase {
 
     /// The notes of the user with storage key `user_key`.
     pub fn store_for(self: &Arc<Self>, user_key: &str) -> Store {
-        Store::from_engine(Arc::new(PgNotes {
+        Store::from_engine(Arc::new(self.notes_for(user_key)))
+    }
+
+    /// The engine behind [`PgDatabase::store_for`].
+    fn notes_for(self: &Arc<Self>, user_key: &str) -> PgNotes {
+        PgNotes {
             database: Arc::clone(self),
             owner: user_key.to_owned(),
             known: OnceCell::new(),
             vector_cache: MatrixCache::default(),
-        }))
+        }
     }
 
     /// Hands every write made through another process on this database to `on_change`,
@@ -437,13 +442,12 @@ impl PgNotes {
     }
 
     /// The words of `text` and how many notes hold each ([`word_search::WORD_COUNTS`]; a word
-    /// none of the newest notes holds is looked up in the index when `look_further`), with the
-    /// number of newest notes counted.
+    /// none of the newest notes holds is looked up in the index when `look_further`).
     async fn word_counts(
         &self,
         text: &str,
         look_further: bool,
-    ) -> Result<(Vec<word_search::WordCount>, i64), StoreError> {
+    ) -> Result<word_search::WordCounts, StoreError> {
         let rows = self
             .rows(
                 "searching",
@@ -451,16 +455,17 @@ impl PgNotes {
                 &[&self.owner, &text, &word_search::SAMPLED, &look_further],
             )
             .await?;
-        let counted = rows.first().map_or(0, |row| row.get::<_, i64>(2));
-        let words = rows
-            .iter()
-            .map(|row| word_search::WordCount {
-                text: row.get(0),
-                holding: row.get(1),
-                held: row.get(3),
-            })
-            .collect();
-        Ok((words, counted))
+        Ok(word_search::WordCounts {
+            counted: rows.first().map_or(0, |row| row.get(2)),
+            words: rows
+                .iter()
+                .map(|row| word_search::WordCount {
+                    prefix_query: row.get(0),
+                    newest_holding: row.get(1),
+                    held_anywhere: row.get(3),
+                })
+                .collect(),
+        })
     }
 
     /// What `work` gives, or a storage error once it has waited `wait` for the database.
@@ -946,37 +951,42 @@ impl NoteEngine for PgNotes {
         }
         let tags = nul_escape::encode_all(tags);
         let text = text.replace('\0', " ");
-        // The words half the notes hold are left out while another is held by some, as in
-        // SQLite's store; a query of one word is pkb_query's.
-        let kept = if query_words::words(&text).nth(1).is_some() {
-            let (words, counted) = self.word_counts(&text, true).await?;
-            let kept = query_words::kept_any_words(word_search::shares(words, counted));
-            if kept.is_empty() {
-                return Ok(Vec::new());
-            }
-            Some(kept.join(" | "))
-        } else {
-            None
-        };
-        // Planned with the words, as search is.
+        // Both statements within the one wait a call of one statement has.
         let rows = self
-            .planned_rows(
-                "searching",
-                "WITH q AS (SELECT COALESCE($5::tsquery,
-                     replace(pkb_query($2)::text, ' & ', ' | ')::tsquery) AS any)
-                 SELECT id, title, tags,
-                     ts_rank('{0, 0.1, 0.4, 1}', search, q.any)::float8 AS score
-                 FROM pkb_notes, q
-                 WHERE owner = $1 AND tags @> $3 AND search @@ q.any
-                 ORDER BY score DESC, created_order DESC LIMIT $4",
-                &[
-                    (&self.owner, Type::TEXT),
-                    (&text, Type::TEXT),
-                    (&tags, Type::TEXT_ARRAY),
-                    (&limit(limit_to), Type::INT8),
-                    (&kept, Type::TEXT),
-                ],
-            )
+            .answered("searching", ANSWER_WAIT, async {
+                // The words half the newest notes hold are left out while another is held by
+                // some, as SQLite's store leaves out those half its notes hold; a query of one
+                // word is pkb_query's.
+                let kept = if query_words::words(&text).nth(1).is_some() {
+                    let counts = self.word_counts(&text, true).await?;
+                    let kept = query_words::kept_any_words(counts.shares());
+                    if kept.is_empty() {
+                        return Ok(Vec::new());
+                    }
+                    Some(kept.join(" | "))
+                } else {
+                    None
+                };
+                // Planned with the words, as search is.
+                self.planned_rows(
+                    "searching",
+                    "WITH q AS (SELECT COALESCE($5::tsquery,
+                         replace(pkb_query($2)::text, ' & ', ' | ')::tsquery) AS any)
+                     SELECT id, title, tags,
+                         ts_rank('{0, 0.1, 0.4, 1}', search, q.any)::float8 AS score
+                     FROM pkb_notes, q
+                     WHERE owner = $1 AND tags @> $3 AND search @@ q.any
+                     ORDER BY score DESC, created_order DESC LIMIT $4",
+                    &[
+                        (&self.owner, Type::TEXT),
+                        (&text, Type::TEXT),
+                        (&tags, Type::TEXT_ARRAY),
+                        (&limit(limit_to), Type::INT8),
+                        (&kept, Type::TEXT),
+                    ],
+                )
+                .await
+            })
             .await?;
         Ok(rows.iter().map(search_hit).collect())
     }
@@ -1344,29 +1354,33 @@ impl NoteEngine for PgNotes {
         // NUL separates words anyway, and PostgreSQL's text cannot hold it.
         let text = text.replace('\0', " ");
         let window = limit(limit_to);
-        let rare = if tags.is_empty() && query_words::words(&text).nth(1).is_some() {
-            let (words, counted) = self.word_counts(&text, false).await?;
-            word_search::rare_words(&words, counted)
-        } else {
-            None
-        };
-        let mut params: Vec<(&(dyn ToSql + Sync), Type)> = vec![
-            (&self.owner, Type::TEXT),
-            (&text, Type::TEXT),
-            (&tags, Type::TEXT_ARRAY),
-            (&window, Type::INT8),
-            (&RANK_WINDOW, Type::INT8),
-        ];
-        // Planned with this query's words (pkb_query folds them into a constant), so that the
-        // planner knows how common they are.
-        let sql = match &rare {
-            Some(rare) => {
-                params.push((rare, Type::TEXT));
-                word_search::RARE_WORDS
-            }
-            None => word_search::EVERY_WORD,
-        };
-        let rows = self.planned_rows("searching", sql, &params).await?;
+        // Both statements within the one wait a call of one statement has.
+        let rows = self
+            .answered("searching", ANSWER_WAIT, async {
+                let rare = if tags.is_empty() && query_words::words(&text).nth(1).is_some() {
+                    self.word_counts(&text, false).await?.rare_words()
+                } else {
+                    None
+                };
+                let mut params: Vec<(&(dyn ToSql + Sync), Type)> = vec![
+                    (&self.owner, Type::TEXT),
+                    (&text, Type::TEXT),
+                    (&tags, Type::TEXT_ARRAY),
+                    (&window, Type::INT8),
+                    (&RANK_WINDOW, Type::INT8),
+                ];
+                // Planned with this query's words (pkb_query folds them into a constant), so
+                // that the planner knows how common they are.
+                let sql = match &rare {
+                    Some(rare) => {
+                        params.push((rare, Type::TEXT));
+                        word_search::RARE_WORDS
+                    }
+                    None => word_search::EVERY_WORD,
+                };
+                self.planned_rows("searching", sql, &params).await
+            })
+            .await?;
         Ok(rows.iter().map(search_hit).collect())
     }
 

@@ -12,7 +12,7 @@
 
 use crate::store::query_words::Share;
 
-/// The newest matches of `$MATCHES` (as row addresses; both parts of the statement run in its
+/// The newest matches of `$matches` (as row addresses; both parts of the statement run in its
 /// one snapshot, in which a row's address does not change), ranked with the whole query:
 /// `$1` owner, `$2` query text, `$3` tags, `$4` results, `$5` the ranking window.
 macro_rules! ranked {
@@ -70,104 +70,170 @@ FROM words, LATERAL (SELECT count(*) AS holding FROM newest WHERE search @@ word
 /// A word of a query, as [`WORD_COUNTS`] tells of it.
 pub(super) struct WordCount {
     /// The word as a prefix tsquery's text.
-    pub(super) text: String,
-    /// How many of the counted notes hold it.
-    pub(super) holding: i64,
-    /// Whether some note holds it.
-    pub(super) held: bool,
+    pub(super) prefix_query: String,
+    /// How many of the counted newest notes hold it.
+    pub(super) newest_holding: i64,
+    /// Whether some note of the user holds it, as far as the count looked.
+    pub(super) held_anywhere: bool,
 }
 
-/// The share of the counted notes below which a word is rare: at 100,000 notes, 3% is 3,000
-/// notes, whose index entries and rows cost about what the common word's check on them saves.
-const RARE_SHARE: f64 = 0.03;
+/// A query's words and how many of the user's newest notes were counted for them.
+pub(super) struct WordCounts {
+    pub(super) words: Vec<WordCount>,
+    pub(super) counted: i64,
+}
 
-/// The query's rare words as one tsquery's text, when it has both rare and common ones, from
-/// its `words` among `counted` notes. `None` leaves every word to the index, where it serves
-/// as well (all of them rare: the index intersects short lists; all common: the newest notes
-/// are read in order).
-pub(super) fn rare_words(words: &[WordCount], counted: i64) -> Option<String> {
-    let limit = RARE_SHARE * counted as f64;
-    let (rare, common): (Vec<_>, Vec<_>) =
-        words.iter().partition(|word| (word.holding as f64) < limit);
-    if rare.is_empty() || common.is_empty() {
-        return None;
+/// The percentage of the counted notes below which a word is rare: at 100,000 notes, 3% is
+/// 3,000 notes, whose index entries and rows cost about what the common word's check on them
+/// saves.
+const RARE_PERCENT: i64 = 3;
+
+impl WordCounts {
+    /// The query's rare words as one tsquery's text, when it has both rare and common ones.
+    /// `None` leaves every word to the index, where it serves as well (all of them rare: the
+    /// index intersects short lists; all common: the newest notes are read in order).
+    pub(super) fn rare_words(&self) -> Option<String> {
+        let (rare, common): (Vec<_>, Vec<_>) = self
+            .words
+            .iter()
+            .partition(|word| word.newest_holding * 100 < RARE_PERCENT * self.counted);
+        if rare.is_empty() || common.is_empty() {
+            return None;
+        }
+        let queries: Vec<&str> = rare.iter().map(|word| word.prefix_query.as_str()).collect();
+        Some(queries.join(" & "))
     }
-    let texts: Vec<&str> = rare.iter().map(|word| word.text.as_str()).collect();
-    Some(texts.join(" & "))
-}
 
-/// Each of the query's `words` with its [`Share`] of the notes, for [`kept_any_words`](
-/// crate::store::query_words::kept_any_words): half when half the `counted` newest notes hold
-/// it.
-pub(super) fn shares(words: Vec<WordCount>, counted: i64) -> Vec<(String, Share)> {
-    words
-        .into_iter()
-        .map(|word| {
-            let share = if counted > 0 && word.holding * 2 >= counted {
-                Share::Half
-            } else if word.held {
-                Share::Some
-            } else {
-                Share::None
-            };
-            (word.text, share)
-        })
-        .collect()
+    /// Each word with its [`Share`], for [`kept_any_words`](
+    /// crate::store::query_words::kept_any_words): half when half the counted newest notes
+    /// hold it.
+    pub(super) fn shares(self) -> Vec<(String, Share)> {
+        let counted = self.counted;
+        self.words
+            .into_iter()
+            .map(|word| {
+                let share = if counted > 0 && word.newest_holding * 2 >= counted {
+                    Share::Half
+                } else if word.held_anywhere {
+                    Share::Some
+                } else {
+                    Share::None
+                };
+                (word.prefix_query, share)
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::postgres::{PgDatabase, testing};
+    use crate::store::{NoteDraft, PutMode};
 
-    fn words(counts: &[(&str, i64, bool)]) -> Vec<WordCount> {
-        counts
-            .iter()
-            .map(|(text, holding, held)| WordCount {
-                text: (*text).to_owned(),
-                holding: *holding,
-                held: *held,
+    /// Counted in a database (`PKB_TEST_POSTGRES`): a store's common word and its rare ones,
+    /// the parts of a compound word among them, and a word the parser keeps with a quote.
+    #[tokio::test]
+    async fn a_store_s_counts_tell_its_rare_words_from_its_common_ones() {
+        let Some(admin) = testing::admin_url() else {
+            return;
+        };
+        let url = testing::database(&admin, "pkb_unit_tests").await;
+        let database = PgDatabase::connect(&url, false).await.expect("connect");
+        let key = testing::fresh_key();
+        let drafts = (0..300)
+            .map(|i| NoteDraft {
+                id: format!("n{i:03}"),
+                title: "Note".to_owned(),
+                tags: Vec::new(),
+                body: if i % 100 == 7 {
+                    "a common word, a rarity: e-mail x.com/a'b".to_owned()
+                } else {
+                    "a common word".to_owned()
+                },
             })
-            .collect()
+            .collect();
+        let store = database.store_for(&key);
+        store.put_many(drafts, PutMode::CreateOnly).await.unwrap();
+        let notes = database.notes_for(&key);
+
+        let counts = notes.word_counts("common rarity", false).await.unwrap();
+        assert_eq!(counts.counted, SAMPLED);
+        assert_eq!(counts.rare_words().as_deref(), Some("'rarity':*"));
+
+        let counts = notes.word_counts("common e-mail", false).await.unwrap();
+        let rare = counts.rare_words().expect("rare words");
+        let mut rare: Vec<&str> = rare.split(" & ").collect();
+        rare.sort_unstable();
+        assert_eq!(rare, ["'e':*", "'e-mail':*", "'mail':*"]);
+        let found = store.search("common e-mail", &[], 10).await.unwrap();
+        let mut found: Vec<String> = found.into_iter().map(|hit| hit.id).collect();
+        found.sort();
+        assert_eq!(found, ["n007", "n107", "n207"]);
+
+        let counts = notes.word_counts("x.com/a'b common", false).await.unwrap();
+        let quoted = counts
+            .words
+            .iter()
+            .find(|word| word.prefix_query == "'x.com/a''b':*")
+            .expect("the word with its quote");
+        // The newest 256 of the 300 notes hold two of the three.
+        assert_eq!(quoted.newest_holding, 2);
+    }
+
+    fn words(counts: &[(&str, i64, bool)], counted: i64) -> WordCounts {
+        let words = counts
+            .iter()
+            .map(|(query, holding, held)| WordCount {
+                prefix_query: (*query).to_owned(),
+                newest_holding: *holding,
+                held_anywhere: *held,
+            })
+            .collect();
+        WordCounts { words, counted }
     }
 
     #[test]
     fn rare_words_find_the_matches_when_common_ones_are_beside_them() {
-        let counts = words(&[
-            ("'hen':*", 120, true),
-            ("'rockri':*", 1, true),
-            ("'zyx':*", 0, false),
-        ]);
-        assert_eq!(
-            rare_words(&counts, 256).as_deref(),
-            Some("'rockri':* & 'zyx':*")
+        let counts = words(
+            &[
+                ("'hen':*", 120, true),
+                ("'rockri':*", 1, true),
+                ("'zyx':*", 0, false),
+            ],
+            256,
         );
+        assert_eq!(counts.rare_words().as_deref(), Some("'rockri':* & 'zyx':*"));
         // 3% of 256 is 7.68: a word in 7 notes is rare, in 8 it is not.
-        let edge = words(&[("'a':*", 7, true), ("'b':*", 8, true)]);
-        assert_eq!(rare_words(&edge, 256).as_deref(), Some("'a':*"));
+        let edge = words(&[("'a':*", 7, true), ("'b':*", 8, true)], 256);
+        assert_eq!(edge.rare_words().as_deref(), Some("'a':*"));
     }
 
     #[test]
     fn a_query_of_only_rare_or_only_common_words_stays_with_the_index() {
-        let rare = words(&[("'a':*", 1, true), ("'b':*", 2, true)]);
-        assert_eq!(rare_words(&rare, 256), None);
-        let common = words(&[("'a':*", 90, true), ("'b':*", 200, true)]);
-        assert_eq!(rare_words(&common, 256), None);
-        assert_eq!(rare_words(&words(&[("'a':*", 0, false)]), 256), None);
+        let rare = words(&[("'a':*", 1, true), ("'b':*", 2, true)], 256);
+        assert_eq!(rare.rare_words(), None);
+        let common = words(&[("'a':*", 90, true), ("'b':*", 200, true)], 256);
+        assert_eq!(common.rare_words(), None);
+        assert_eq!(words(&[("'a':*", 0, false)], 256).rare_words(), None);
         // No notes counted: nothing is known, and nothing is common.
-        let none = words(&[("'a':*", 0, false), ("'b':*", 0, false)]);
-        assert_eq!(rare_words(&none, 0), None);
+        let none = words(&[("'a':*", 0, false), ("'b':*", 0, false)], 0);
+        assert_eq!(none.rare_words(), None);
     }
 
     #[test]
     fn a_word_half_the_counted_notes_hold_has_half_the_share() {
-        let counts = words(&[
-            ("'the':*", 128, true),
-            ("'of':*", 127, true),
-            ("'deploy':*", 0, true),
-            ("'zebra':*", 0, false),
-        ]);
+        let counts = words(
+            &[
+                ("'the':*", 128, true),
+                ("'of':*", 127, true),
+                ("'deploy':*", 0, true),
+                ("'zebra':*", 0, false),
+            ],
+            256,
+        );
         assert_eq!(
-            shares(counts, 256),
+            counts.shares(),
             [
                 ("'the':*".to_owned(), Share::Half),
                 ("'of':*".to_owned(), Share::Some),
@@ -176,7 +242,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            shares(words(&[("'a':*", 0, false)]), 0),
+            words(&[("'a':*", 0, false)], 0).shares(),
             [("'a':*".to_owned(), Share::None)]
         );
     }
