@@ -7,7 +7,7 @@ use tokio_postgres::error::SqlState;
 use crate::store::StoreError;
 
 /// The newest schema version this build writes and reads.
-pub(super) const SCHEMA_VERSION: i32 = 10;
+pub(super) const SCHEMA_VERSION: i32 = 11;
 
 /// The advisory lock every PKB instance takes while it migrates ("pkb" in ASCII).
 const MIGRATION_LOCK: i64 = 0x706b62;
@@ -283,8 +283,22 @@ BEGIN
 END $$;
 "#;
 
+/// Version 11: a query's lexemes read back as they are. `pkb_query` gave plainto_tsquery's
+/// text, with `:*` added, to `to_tsquery`, which parsed each quoted lexeme again and split the
+/// ones the parser keeps whole in a note: `/page?id=5` became the phrase `/page <-> id <-> 5`,
+/// which no note holds, so a note was not found by the address it holds. The text is now
+/// read back with the tsquery cast, which takes each lexeme as written.
+const V11: &str = r#"
+CREATE OR REPLACE FUNCTION pkb_query(text) RETURNS tsquery
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT regexp_replace(
+        plainto_tsquery('simple', pkb_fold($1))::text,
+        '''(\s|$)', ''':*\1', 'g')::tsquery
+$$;
+"#;
+
 /// Every migration, in order: `MIGRATIONS[n]` takes version `n` to `n + 1`.
-const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
 
 /// Fills the link columns of every note from its title and body, in the caller's
 /// transaction: at the migration to version 6, and for `reindex`.

@@ -1092,6 +1092,34 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    async fn a_note_is_found_by_the_addresses_and_paths_it_holds() {
+        let held = [
+            "example.com/page?id=5",
+            "https://github.com/modelcontextprotocol/rust-sdk/issues/123?q=a+b#frag",
+            "see x.com/a'b here",
+            "/usr/local/bin/pkb-server",
+            "e-mail foo@bar.com",
+            "v1.2.3-beta",
+        ];
+        let notes: Vec<(String, String)> = held
+            .iter()
+            .enumerate()
+            .map(|(i, text)| (format!("n{i}"), format!("It says {text}, and more.")))
+            .collect();
+        let drafts: Vec<NoteDraft> = notes
+            .iter()
+            .map(|(id, body)| draft(id, "Links", &[], body))
+            .collect();
+        let store = empty().await;
+        store.put_many(drafts, PutMode::CreateOnly).await.unwrap();
+        for (i, text) in held.iter().enumerate() {
+            let found = ids(&store, text).await;
+            assert!(found.contains(&format!("n{i}")), "{text:?} found {found:?}");
+        }
+    }
+}
+
+on_both_backends! {
     async fn a_rare_word_beside_a_common_one_finds_exactly_the_notes_holding_both() {
         // Enough notes that the newest of them tell the common word from the rare one:
         // PostgreSQL then finds the matches through the rare word and checks the other on each.
