@@ -12,9 +12,12 @@
 
 use crate::store::query_words::Share;
 
-/// The newest matches of `$matches` (as row addresses; both parts of the statement run in its
-/// one snapshot, in which a row's address does not change), ranked with the whole query:
-/// `$1` owner, `$2` query text, `$3` tags, `$4` results, `$5` the ranking window.
+/// The newest matches of `$matches`, ranked with the whole query: `$1` owner, `$2` query text,
+/// `$3` tags, `$4` results, `$5` the ranking window. The matches are found as row addresses,
+/// and only the window's rows are read again whole to be ranked: carrying every match's text
+/// and vector through the search for the newest had made a search take up to half again as
+/// long. Both parts run in the statement's one snapshot, in which a row's address does not
+/// change.
 macro_rules! ranked {
     ($matches:literal) => {
         concat!(
