@@ -222,12 +222,20 @@ fn replace(
         new = ends.applied(&new);
         found = body.matches(old.as_str()).count();
     }
-    match found {
-        0 => Err(EditRefusal::TextNotFound),
-        1 => Ok(body.replacen(old.as_str(), &new, 1)),
-        _ if all => Ok(body.replace(old.as_str(), &new)),
-        times => Err(EditRefusal::TextOccurs(times)),
+    if found > 1 && !all {
+        return Err(EditRefusal::TextOccurs(found));
     }
+    if found == 0 {
+        return Err(EditRefusal::TextNotFound);
+    }
+    // Refused before it is built: a short text replaced everywhere by a long one would
+    // otherwise make a body of hundreds of megabytes, only to refuse it.
+    let chars = (body.chars().count() - found * old.chars().count())
+        .saturating_add(found.saturating_mul(new.chars().count()));
+    if chars > BODY_MAX_CHARS {
+        return Err(EditRefusal::BodyTooLong(chars));
+    }
+    Ok(body.replace(old.as_str(), &new))
 }
 
 fn replace_section(
