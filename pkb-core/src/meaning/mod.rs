@@ -13,9 +13,11 @@ pub mod indexer;
 mod matrix;
 mod matrix_cache;
 pub mod passages;
+mod query_turns;
 
 pub use encoder::{MeaningError, embed, embed_in_background, embed_now, model_id};
 #[cfg(feature = "meaning")]
 pub use endpoint::{EmbeddingsEndpoint, use_embeddings_endpoint};
 pub use matrix::{Matrix, vector_bytes};
 pub use matrix_cache::MatrixCache;
+pub use query_turns::take_turn;

@@ -651,13 +651,19 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
         let tags = normalize_tags(tags);
-        let query = embed_query(query).await?;
+        // The encoding and the scan each take a turn (`meaning::take_turn`); the wait for a
+        // first store's vectors does not.
+        let query = {
+            let _turn = crate::meaning::take_turn().await;
+            embed_query(query).await?
+        };
         self.vectors.start(self);
         // A store's first search waits a little for its notes' vectors, which a small store
         // has in that time; a large one answers with what is ready and goes on in the background.
         self.vectors
             .first_catch_up(std::time::Duration::from_secs(3))
             .await;
+        let _turn = crate::meaning::take_turn().await;
         self.engine
             .nearest(crate::meaning::model_id(), &query, &tags, limit)
             .await
