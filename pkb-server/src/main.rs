@@ -410,6 +410,12 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
     if cli.auth != AuthMode::Local && cli.allow_local_clients {
         return fail("--allow-local-clients needs --auth local");
     }
+    // Said before any key is fetched or file read: the combination is wrong whatever they hold.
+    if matches!(cli.auth, AuthMode::Tokens | AuthMode::Oauth)
+        && let Some(dir) = cli.vault()
+    {
+        return fail(&vault_is_one_persons(&dir));
+    }
     let auth = match cli.auth {
         AuthMode::None => None,
         AuthMode::Tokens => {
@@ -467,10 +473,7 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
     let one_persons_vault = cli.auth == AuthMode::Local && cli.vault().is_some();
     let template = if auth.is_some() && !one_persons_vault {
         if let Some(dir) = cli.vault() {
-            return fail(&format!(
-                "--vault {} holds one person's notes: it works with --auth none (or local), not with --auth tokens or oauth, whose users each have their own notes",
-                dir.display()
-            ));
+            return fail(&vault_is_one_persons(&dir));
         }
         let users = if cli.memory {
             UserStores::in_memory(!cli.no_seed)
@@ -649,6 +652,14 @@ fn fail(message: &str) -> ExitCode {
     tracing::error!("{message}");
     eprintln!("pkb-server: {message}");
     ExitCode::FAILURE
+}
+
+/// Why `--vault DIR` is refused with `--auth tokens` or `oauth`.
+fn vault_is_one_persons(dir: &std::path::Path) -> String {
+    format!(
+        "--vault {} holds one person's notes: it works with --auth none (or local), not with --auth tokens or oauth, whose users each have their own notes",
+        dir.display()
+    )
 }
 
 #[cfg(test)]
