@@ -6,6 +6,7 @@
 #[macro_use]
 mod support;
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -165,9 +166,11 @@ async fn what_pkb_writes_lands_in_the_files_keeping_what_it_does_not_know() {
     assert!(file.ends_with(&format!("updated: {}\n---\nfrom a model\n", saved["updated_at"].as_str().unwrap())), "{file}");
 
     // An edit changes only what changed: unknown fields, their order, values and nesting stay.
+    // A new title no longer gives the note's id, so the file keeps it, as an export does.
     call(&client, "edit", json!({"id": "weekly-review", "title": "Weekly review 2", "add_tags": ["team"]})).await;
+    let weekly = fetched(&client, "weekly-review").await.unwrap();
     let file = std::fs::read_to_string(vault.path().join("weekly.md")).unwrap();
-    assert_eq!(file, "---\naliases:\n  - Weekly\ncssclasses: [wide]\ntitle: Weekly review 2\nreview:\n  cadence: weekly\n  owners: [ana, bo]\ntags:\n- planning\n- team\n---\nwhat went well\r\n");
+    assert_eq!(file, format!("---\naliases:\n  - Weekly\ncssclasses: [wide]\ntitle: Weekly review 2\nreview:\n  cadence: weekly\n  owners: [ana, bo]\ntags:\n- planning\n- team\nid: weekly-review\ncreated: {}\nupdated: {}\n---\nwhat went well\r\n", weekly["created_at"].as_str().unwrap(), weekly["updated_at"].as_str().unwrap()));
 
     // A file saved with Windows line ends keeps them.
     call(&client, "edit", json!({"id": "windows-note", "append": "line three"})).await;
@@ -262,13 +265,17 @@ async fn files_pkb_cannot_take_are_left_alone_and_listed_by_check() {
     ]);
     std::fs::write(vault.path().join("latin1.md"), b"caf\xe9\n").unwrap();
     std::fs::write(vault.path().join("huge.md"), "x".repeat(2 << 20)).unwrap();
+    // A name that is not UTF-8 (Latin-1 `café.md`) is told of, not skipped silently.
+    let latin1_name = std::ffi::OsStr::from_bytes(b"caf\xe9.md");
+    std::fs::write(vault.path().join(latin1_name), "fine text\n").unwrap();
     let root = vault.path().to_str().unwrap();
     let (status, out, _) = run_command(&["--vault", root, "check"]);
     assert!(!status.success(), "{out}");
     assert!(
-        out.contains("4 files of the vault cannot be taken as notes"),
+        out.contains("5 files of the vault cannot be taken as notes"),
         "{out}"
     );
+    assert!(out.contains(".md: its name is not UTF-8"), "{out}");
     assert!(out.contains("latin1.md: is not UTF-8 text"), "{out}");
     assert!(out.contains("huge.md: is larger than 1 MiB"), "{out}");
     assert!(
@@ -329,6 +336,23 @@ async fn a_vault_is_refused_with_tokens_or_oauth() {
     let root = vault.path().to_str().unwrap();
     let (status, _, err) =
         run_command(&["--vault", root, "--http", "127.0.0.1:0", "--auth", "tokens"]);
+    assert!(!status.success());
+    assert!(
+        err.contains("--vault") && err.contains("--auth tokens or oauth"),
+        "{err}"
+    );
+    // With oauth it is said before the issuer is asked for its keys: an issuer nothing
+    // answers at would otherwise be the error.
+    let (status, _, err) = run_command(&[
+        "--vault",
+        root,
+        "--http",
+        "127.0.0.1:0",
+        "--auth",
+        "oauth",
+        "--oauth-issuer",
+        "http://127.0.0.1:9/",
+    ]);
     assert!(!status.success());
     assert!(
         err.contains("--vault") && err.contains("--auth tokens or oauth"),
@@ -437,6 +461,9 @@ async fn links_resolve_by_file_name_too() {
         {"target": "projects/deploy checklist", "id": "release-steps", "title": "Release steps"},
         {"target": "Nowhere", "id": null, "title": null},
     ]));
+    // The note the file holds lists the note linking to it by its file's name.
+    let listed = structured(&call(&client, "fetch", json!({"id": "release-steps"})).await);
+    assert_eq!(listed["backlinks"], json!([{"id": "plan", "title": "plan"}]));
     // A change on disk reaches a 2026-07-28 listen stream too.
     let _watch = watch(&client, &handler, &["pkb://notes/plan"]).await;
     put_file(vault.path(), "plan.md", "only [[Nowhere]] now\n");

@@ -60,6 +60,15 @@ pub trait NoteEngine: Send + Sync {
     /// The notes that link to the note with this id, sorted by id; from the link index, not
     /// a read of every note.
     async fn backlinks(&self, id: &str) -> Result<Vec<Backlink>, StoreError>;
+    /// The notes with a link whose target, folded as titles are, is one of `folded`, with
+    /// that link's keys, sorted by id: the notes that may link to a vault's note by its
+    /// file's name. An engine without a link index has none.
+    async fn links_folded_as(
+        &self,
+        _folded: &[String],
+    ) -> Result<Vec<(Backlink, TargetKeys)>, StoreError> {
+        Ok(Vec::new())
+    }
     /// The note with this id, its links resolved now and its backlinks.
     async fn get_with_links(&self, id: &str) -> Result<Option<NoteWithLinks>, StoreError> {
         let Some(note) = self.get(id).await? else {

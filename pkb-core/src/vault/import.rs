@@ -357,10 +357,16 @@ impl SeenFiles {
 /// system reports, at most [`OVER_THE_LIMIT`] bytes more are read: a file such as
 /// `/proc/self/pagemap` says it is empty and never ends.
 pub(super) fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
+    let mut file =
+        std::fs::File::open(path).map_err(|error| format!("cannot be read ({error})"))?;
+    read_bounded_from(&mut file)
+}
+
+/// The bytes of `file`, as [`read_bounded`] reads them.
+pub(super) fn read_bounded_from(file: &mut std::fs::File) -> Result<Vec<u8>, String> {
     let too_large =
         |size: String| format!("is larger than 1 MiB ({size}), more than a note can hold");
     let cannot_read = |error: std::io::Error| format!("cannot be read ({error})");
-    let mut file = std::fs::File::open(path).map_err(cannot_read)?;
     let reported = file.metadata().map_err(cannot_read)?.len();
     if reported > MAX_FILE_BYTES {
         return Err(too_large(format!("{reported} bytes")));

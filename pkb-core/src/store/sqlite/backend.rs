@@ -51,6 +51,13 @@ pub trait NoteBackend: Send + Sync {
     fn backlinks(&self, _id: &str) -> Result<Vec<Backlink>, StoreError> {
         Ok(Vec::new())
     }
+    /// See [`NoteEngine::links_folded_as`](crate::store::NoteEngine::links_folded_as).
+    fn links_folded_as(
+        &self,
+        _folded: &[String],
+    ) -> Result<Vec<(Backlink, TargetKeys)>, StoreError> {
+        Ok(Vec::new())
+    }
     /// See [`NoteEngine::search_any_words`](crate::store::NoteEngine::search_any_words).
     fn search_any_words(
         &self,

@@ -231,6 +231,14 @@ impl NoteEngine for BlockingEngine {
         self.read(move |b| b.backlinks(&id)).await
     }
 
+    async fn links_folded_as(
+        &self,
+        folded: &[String],
+    ) -> Result<Vec<(Backlink, TargetKeys)>, StoreError> {
+        let folded = folded.to_vec();
+        self.read(move |b| b.links_folded_as(&folded)).await
+    }
+
     async fn history(
         &self,
         id: &str,

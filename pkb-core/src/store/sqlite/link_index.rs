@@ -146,3 +146,36 @@ pub(super) fn backlinks(conn: &Connection, id: &str) -> rusqlite::Result<Vec<Bac
     found.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(found)
 }
+
+/// See [`NoteEngine::links_folded_as`](crate::store::NoteEngine::links_folded_as).
+pub(super) fn links_folded_as(
+    conn: &Connection,
+    folded: &[String],
+) -> rusqlite::Result<Vec<(Backlink, TargetKeys)>> {
+    let mut found = Vec::new();
+    let mut by_folded = conn.prepare_cached(
+        "SELECT s.id, s.title, l.target, l.derived, l.folded
+         FROM note_links l JOIN notes s ON s.seq = l.note
+         WHERE l.folded = ?1",
+    )?;
+    for key in folded {
+        let rows = by_folded.query_map([key], |r| {
+            Ok((
+                Backlink {
+                    id: r.get(0)?,
+                    title: r.get(1)?,
+                },
+                TargetKeys {
+                    target: r.get(2)?,
+                    derived: r.get(3)?,
+                    folded: r.get(4)?,
+                },
+            ))
+        })?;
+        for row in rows {
+            found.push(row?);
+        }
+    }
+    found.sort_by(|a, b| a.0.id.cmp(&b.0.id));
+    Ok(found)
+}

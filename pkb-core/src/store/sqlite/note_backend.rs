@@ -101,6 +101,13 @@ impl NoteBackend for SqliteBackend {
         self.read(READ_LINKS, |conn| link_index::backlinks(conn, id))
     }
 
+    fn links_folded_as(
+        &self,
+        folded: &[String],
+    ) -> Result<Vec<(Backlink, TargetKeys)>, StoreError> {
+        self.read(READ_LINKS, |conn| link_index::links_folded_as(conn, folded))
+    }
+
     fn put(
         &self,
         draft: NoteDraft,

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::file_index::stem_key;
 use super::sync::Folder;
-use crate::links::{Backlink, LinkedNote, NoteWithLinks, TargetKeys};
+use crate::links::{Backlink, LinkedNote, NoteWithLinks, TargetKeys, title_key};
 use crate::note::Note;
 use crate::store::NoteEngine;
 use crate::store::{
@@ -44,6 +45,41 @@ impl FolderEngine {
         }))
     }
 
+    /// Adds to `found` (sorted by id) the notes whose links name the file of note `id`
+    /// (`[[name]]`, `[[folder/name]]`) and lead to it, as `links` resolves them.
+    async fn add_file_name_backlinks(
+        &self,
+        id: &str,
+        found: &mut Vec<Backlink>,
+    ) -> Result<(), StoreError> {
+        let Some(path) = self.folder.path_of(id) else {
+            return Ok(());
+        };
+        let whole = path.strip_suffix(".md").unwrap_or(&path);
+        let mut names = vec![title_key(whole)];
+        let mut below = whole;
+        while let Some((_, rest)) = below.split_once('/') {
+            names.push(title_key(rest));
+            below = rest;
+        }
+        names.push(stem_key(&path));
+        names.sort();
+        names.dedup();
+        let candidates = self.inner().links_folded_as(&names).await?;
+        if candidates.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<TargetKeys> = candidates.iter().map(|(_, keys)| keys.clone()).collect();
+        let resolved = self.resolve_targets(&keys).await?;
+        for ((source, _), note) in candidates.into_iter().zip(resolved) {
+            if note.is_some_and(|note| note.id == id) && !found.iter().any(|b| b.id == source.id) {
+                found.push(source);
+            }
+        }
+        found.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(())
+    }
+
     /// Writes the files of the notes a change left.
     async fn write_files(&self, outcomes: &[PutOutcome]) -> Result<(), StoreError> {
         for outcome in outcomes {
@@ -67,7 +103,7 @@ impl NoteEngine for FolderEngine {
         mode: PutMode,
         provenance: &Provenance,
     ) -> Result<PutOutcome, StoreError> {
-        let _turn = self.folder.turn.lock().await;
+        let _turn = self.folder.turn().await?;
         self.folder.take_in_file_of(&draft.id).await?;
         let outcome = self.inner().put(draft, mode, provenance).await?;
         self.write_files(std::slice::from_ref(&outcome)).await?;
@@ -80,7 +116,7 @@ impl NoteEngine for FolderEngine {
         mode: PutMode,
         provenance: &Provenance,
     ) -> Result<Vec<PutOutcome>, StoreError> {
-        let _turn = self.folder.turn.lock().await;
+        let _turn = self.folder.turn().await?;
         for (draft, _) in &notes {
             self.folder.take_in_file_of(&draft.id).await?;
         }
@@ -90,7 +126,7 @@ impl NoteEngine for FolderEngine {
     }
 
     async fn delete(&self, id: &str, by: &str) -> Result<bool, StoreError> {
-        let _turn = self.folder.turn.lock().await;
+        let _turn = self.folder.turn().await?;
         self.folder.take_in_file_of(id).await?;
         let existed = self.inner().delete(id, by).await?;
         if let Some(path) = self.folder.path_of(id) {
@@ -129,7 +165,9 @@ impl NoteEngine for FolderEngine {
     }
 
     async fn backlinks(&self, id: &str) -> Result<Vec<Backlink>, StoreError> {
-        self.inner().backlinks(id).await
+        let mut found = self.inner().backlinks(id).await?;
+        self.add_file_name_backlinks(id, &mut found).await?;
+        Ok(found)
     }
 
     async fn get_with_links(&self, id: &str) -> Result<Option<NoteWithLinks>, StoreError> {
@@ -142,6 +180,8 @@ impl NoteEngine for FolderEngine {
                 link.title = Some(note.title);
             }
         }
+        self.add_file_name_backlinks(id, &mut found.backlinks)
+            .await?;
         Ok(Some(found))
     }
 
@@ -150,7 +190,7 @@ impl NoteEngine for FolderEngine {
     }
 
     async fn purge(&self, id: &str) -> Result<Purged, StoreError> {
-        let _turn = self.folder.turn.lock().await;
+        let _turn = self.folder.turn().await?;
         let purged = self.inner().purge(id).await?;
         self.folder.erase(id).await?;
         Ok(purged)

@@ -3,12 +3,13 @@
 //! is told apart from PKB's own, and a start-up finds what changed while it was not running.
 //! Kept in `.pkb/files.db`, beside the store, and all in memory while the vault is open.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
+use crate::links::title_key;
 use crate::store::StoreError;
 
 /// A file as PKB last saw it.
@@ -60,9 +61,27 @@ pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
 /// former paths, by id.
 pub struct FileIndex {
     connection: Connection,
+    /// SQLite's `data_version` when the records were last read: it changes when another
+    /// process (another server on the vault) commits to the index.
+    read_at: i64,
     files: HashMap<String, FileRecord>,
     paths_by_id: HashMap<String, String>,
+    /// Paths by their file name's key (without `.md`, as links name files), for links.
+    paths_by_stem: HashMap<String, BTreeSet<String>>,
     trashed: HashMap<String, String>,
+    /// Since when each note's file held which version, oldest first: where a person's save
+    /// started from, by its modification time.
+    held: HashMap<String, VecDeque<(i64, u64)>>,
+}
+
+/// How many of a note's file versions [`FileIndex::base_version`] remembers.
+const HELD_KEPT: usize = 64;
+
+/// The key a link's name and a file's name are compared by: the name without `.md`, as
+/// titles are compared.
+pub fn stem_key(name: &str) -> String {
+    let name = name.rsplit('/').next().unwrap_or(name);
+    title_key(name.strip_suffix(".md").unwrap_or(name))
 }
 
 const SCHEMA: &str = "
@@ -82,6 +101,12 @@ CREATE TABLE IF NOT EXISTS trashed (
 );
 ";
 
+fn data_version(connection: &Connection) -> Result<i64, StoreError> {
+    connection
+        .query_row("PRAGMA data_version", [], |row| row.get(0))
+        .map_err(failed)
+}
+
 fn failed(error: rusqlite::Error) -> StoreError {
     StoreError::Unavailable(format!("the vault's file index failed: {error}"))
 }
@@ -91,9 +116,33 @@ impl FileIndex {
     pub fn open(path: &Path) -> Result<FileIndex, StoreError> {
         let connection = Connection::open(path).map_err(failed)?;
         connection.execute_batch(SCHEMA).map_err(failed)?;
+        let mut index = FileIndex {
+            connection,
+            read_at: 0,
+            files: HashMap::new(),
+            paths_by_id: HashMap::new(),
+            paths_by_stem: HashMap::new(),
+            trashed: HashMap::new(),
+            held: HashMap::new(),
+        };
+        index.load()?;
+        Ok(index)
+    }
+
+    /// Reads the records again if another process changed them since they were read.
+    pub fn refresh(&mut self) -> Result<(), StoreError> {
+        if data_version(&self.connection)? != self.read_at {
+            self.load()?;
+        }
+        Ok(())
+    }
+
+    fn load(&mut self) -> Result<(), StoreError> {
+        self.read_at = data_version(&self.connection)?;
         let mut files = HashMap::new();
         {
-            let mut rows = connection
+            let mut rows = self
+                .connection
                 .prepare("SELECT path, id, size, modified_ns, hash, version FROM files")
                 .map_err(failed)?;
             let read = rows
@@ -118,8 +167,9 @@ impl FileIndex {
                 files.insert(path, record);
             }
         }
-        let trashed = {
-            let mut rows = connection
+        self.trashed = {
+            let mut rows = self
+                .connection
                 .prepare("SELECT id, path FROM trashed")
                 .map_err(failed)?;
             rows.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
@@ -127,16 +177,35 @@ impl FileIndex {
                 .collect::<Result<HashMap<String, String>, _>>()
                 .map_err(failed)?
         };
-        let paths_by_id = files
-            .iter()
-            .map(|(path, record)| (record.id.clone(), path.clone()))
-            .collect();
-        Ok(FileIndex {
-            connection,
-            files,
-            paths_by_id,
-            trashed,
-        })
+        self.files = HashMap::new();
+        self.paths_by_id = HashMap::new();
+        self.paths_by_stem = HashMap::new();
+        for (path, record) in files {
+            self.remember(&path, record);
+        }
+        Ok(())
+    }
+
+    /// Puts `record` in the maps, in place of what `path` held.
+    fn remember(&mut self, path: &str, record: FileRecord) {
+        let held = self.held.entry(record.id.clone()).or_default();
+        if held.back() != Some(&(record.stamp.modified_ns, record.version)) {
+            held.push_back((record.stamp.modified_ns, record.version));
+            if held.len() > HELD_KEPT {
+                held.pop_front();
+            }
+        }
+        self.paths_by_stem
+            .entry(stem_key(path))
+            .or_default()
+            .insert(path.to_owned());
+        if let Some(old) = self.files.insert(path.to_owned(), record.clone())
+            && old.id != record.id
+            && self.paths_by_id.get(&old.id).map(String::as_str) == Some(path)
+        {
+            self.paths_by_id.remove(&old.id);
+        }
+        self.paths_by_id.insert(record.id, path.to_owned());
     }
 
     /// The record of the file at `path`.
@@ -170,13 +239,7 @@ impl FileIndex {
                 ],
             )
             .map_err(failed)?;
-        if let Some(old) = self.files.insert(path.to_owned(), record.clone())
-            && old.id != record.id
-            && self.paths_by_id.get(&old.id).map(String::as_str) == Some(path)
-        {
-            self.paths_by_id.remove(&old.id);
-        }
-        self.paths_by_id.insert(record.id, path.to_owned());
+        self.remember(path, record);
         Ok(())
     }
 
@@ -190,7 +253,39 @@ impl FileIndex {
         {
             self.paths_by_id.remove(&old.id);
         }
+        let stem = stem_key(path);
+        if let Some(paths) = self.paths_by_stem.get_mut(&stem) {
+            paths.remove(path);
+            if paths.is_empty() {
+                self.paths_by_stem.remove(&stem);
+            }
+        }
         Ok(())
+    }
+
+    /// The recorded paths whose file name, without `.md`, has the key `stem` (see
+    /// [`stem_key`]), sorted.
+    pub fn paths_named(&self, stem: &str) -> impl Iterator<Item = (&String, &FileRecord)> {
+        self.paths_by_stem
+            .get(stem)
+            .into_iter()
+            .flatten()
+            .filter_map(|path| self.files.get_key_value(path))
+    }
+
+    /// The version of note `id` its file held when a save made at `modified_ns` was made:
+    /// the one it most likely started from. A save stamped alike with a write of PKB's (a
+    /// file system whose clock ticks in milliseconds) is taken as made after it, so that a
+    /// person's quick rewrite is never merged back with what they removed. A save older than
+    /// everything known is given the oldest known version, which loses nothing when merged;
+    /// `None` when nothing is known.
+    pub fn base_version(&self, id: &str, modified_ns: i64) -> Option<u64> {
+        let held = self.held.get(id)?;
+        held.iter()
+            .rev()
+            .find(|(since, _)| *since <= modified_ns)
+            .or_else(|| held.front())
+            .map(|(_, version)| *version)
     }
 
     /// Remembers that the deleted note `id` was at `path`, where a restore brings it back.

@@ -7,11 +7,13 @@
 //! git, a sync tool) is taken in as a version made `by: file`, at start-up and, while a server
 //! runs, through the folder's file events ([`watch`]).
 
+mod beneath;
 mod engine;
 mod file_index;
-mod file_writes;
+mod merge;
 mod note_file;
 mod sync;
+mod turn;
 mod watch;
 
 use std::path::Path;
@@ -61,10 +63,12 @@ pub async fn open_vault(root: &Path, registry: &Catalog) -> Result<OpenVault, St
     }
     let store = crate::store::sqlite::open(&meta.join("notes.db"), false)?;
     let index = file_index::FileIndex::open(&meta.join("files.db"))?;
+    let turn = turn::TurnLock::open(&meta)?;
     let folder = Arc::new(Folder::new(
         root,
         Arc::clone(store.engine()),
         index,
+        turn,
         write_args,
     ));
     folder.take_in_at_start().await?;

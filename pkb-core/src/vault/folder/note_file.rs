@@ -44,7 +44,19 @@ pub fn changed_file_text(old: &str, note: &Note, stem: &str) -> Result<String, S
         let tags = note.tags.iter().cloned().map(Value::String).collect();
         yaml = set_field(&yaml, "tags", Value::Sequence(tags))?;
     }
-    if fields.updated.is_some() {
+    // A note whose title no longer gives its id (renamed by `edit`) keeps it in the file, in
+    // the export's form (an id beside both dates), so that `.pkb/` rebuilt finds it again.
+    let keeps_id = fields.id.as_deref() == Some(note.id.as_str())
+        && fields.created.is_some()
+        && fields.updated.is_some();
+    let id_to_keep = !keeps_id && crate::note::derive_id(&note.title) != note.id;
+    if id_to_keep {
+        yaml = set_field(&yaml, "id", Value::String(note.id.clone()))?;
+        if fields.created.is_none() {
+            yaml = set_field(&yaml, "created", Value::String(note.created_at.clone()))?;
+        }
+    }
+    if fields.updated.is_some() || id_to_keep {
         yaml = set_field(&yaml, "updated", Value::String(note.updated_at.clone()))?;
     }
     let mut text = String::with_capacity(old.len() + note.body.len());
@@ -121,7 +133,7 @@ mod tests {
 
     fn note(title: &str, tags: &[&str], body: &str) -> Note {
         Note {
-            id: "n".into(),
+            id: crate::note::derive_id(title),
             title: title.into(),
             tags: tags.iter().map(|t| (*t).to_owned()).collect(),
             body: body.into(),
@@ -173,7 +185,23 @@ mod tests {
     #[test]
     fn a_new_file_reads_back_as_the_note() {
         let text = new_file_text(&note("T", &["x"], "b")).unwrap();
-        assert!(text.starts_with("---\nid: n\ntitle: T\n"), "{text}");
+        assert!(text.starts_with("---\nid: t\ntitle: T\n"), "{text}");
         assert!(text.ends_with("---\nb\n"));
+    }
+
+    #[test]
+    fn a_note_renamed_keeps_its_id_in_the_file() {
+        let old = "---\ntitle: Quarterly planning\nsource: meeting\n---\nbody\n";
+        let mut renamed = note("Q3 plans", &[], "body");
+        renamed.id = "quarterly-planning".into();
+        let new = changed_file_text(old, &renamed, "x").unwrap();
+        assert_eq!(
+            new,
+            "---\ntitle: Q3 plans\nsource: meeting\nid: quarterly-planning\ncreated: 2024-01-01T00:00:00.000Z\nupdated: 2024-02-01T00:00:00.000Z\n---\nbody\n"
+        );
+        // Written once, the id stays as it is at later changes.
+        renamed.body = "body 2".into();
+        let again = changed_file_text(&new, &renamed, "x").unwrap();
+        assert_eq!(again, new.replace("body\n", "body 2\n"));
     }
 }

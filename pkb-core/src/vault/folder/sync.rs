@@ -7,15 +7,21 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::file_index::{FileIndex, FileRecord, FileStamp, content_hash};
-use super::file_writes::{move_file, write_atomically};
+use super::beneath::{self, Displaced, Replacing};
+use super::file_index::{FileIndex, FileRecord, FileStamp, content_hash, stem_key};
+use super::merge::merge_lines;
 use super::note_file::{changed_file_text, new_file_text};
+use super::turn::{Turn, TurnLock};
 use crate::ArgSpec;
 use crate::links::title_key;
 use crate::locks::lock;
 use crate::note::Note;
-use crate::store::{NoteDates, NoteDraft, NoteEngine, Provenance, PutMode, PutOutcome, StoreError};
-use crate::vault::import::{Candidate, file_stem, is_note_file, note_from_bytes, read_bounded};
+use crate::store::{
+    NoteDates, NoteDraft, NoteEngine, Provenance, PutMode, PutOutcome, StoreError, VersionLookup,
+};
+use crate::vault::import::{
+    Candidate, file_stem, is_note_file, note_from_bytes, read_bounded_from,
+};
 
 /// Who the history says made a change found in the files.
 pub const FILE_CLIENT: &str = "file";
@@ -36,13 +42,15 @@ pub type Announce = Box<dyn Fn(&str, bool) + Send + Sync>;
 /// A vault: its folder, the store kept in step with it, and what PKB knows of its files.
 pub struct Folder {
     root: PathBuf,
-    trash: PathBuf,
     pub(super) inner: Arc<dyn NoteEngine>,
     write_args: &'static [ArgSpec],
     index: Arc<Mutex<FileIndex>>,
-    /// Held across each change, from either side.
-    pub(super) turn: tokio::sync::Mutex<()>,
+    /// Held across each change, from either side, and from every process serving the vault.
+    turn_lock: TurnLock,
     refused: Mutex<Vec<RefusedFile>>,
+    /// The files refused by their content, with the stamp they had: one unchanged since is
+    /// not read again at every look.
+    refused_stamps: Arc<Mutex<HashMap<String, (FileStamp, String)>>>,
     announce: OnceLock<Announce>,
     /// Tells the store's vector indexer of notes changed from the files.
     wake_vectors: OnceLock<Box<dyn Fn() + Send + Sync>>,
@@ -56,6 +64,15 @@ struct Looked {
     note: Result<Candidate, String>,
 }
 
+/// Where the vault's trash is, below its root.
+fn trash_path(path: &str) -> String {
+    format!("{}/trash/{path}", super::META_DIR)
+}
+
+/// How many times a note's file write meets a save made meanwhile before it gives up: each
+/// meeting is a person's save, taken in, so more than a few in one write is a loop.
+const WRITE_TRIES: usize = 8;
+
 /// A changed file's note, ready to save.
 struct TakenIn {
     path: String,
@@ -64,8 +81,8 @@ struct TakenIn {
     stamp: FileStamp,
     hash: [u8; 32],
     draft: NoteDraft,
-    /// The `created` its front matter gives.
-    created_at: Option<String>,
+    /// The dates its front matter gives.
+    dates: NoteDates,
     /// The note as the store holds it now.
     current: Option<Note>,
 }
@@ -113,16 +130,17 @@ impl Folder {
         root: PathBuf,
         inner: Arc<dyn NoteEngine>,
         index: FileIndex,
+        turn_lock: TurnLock,
         write_args: &'static [ArgSpec],
     ) -> Folder {
         Folder {
-            trash: root.join(super::META_DIR).join("trash"),
             root,
             inner,
             write_args,
             index: Arc::new(Mutex::new(index)),
-            turn: tokio::sync::Mutex::new(()),
+            turn_lock,
             refused: Mutex::default(),
+            refused_stamps: Arc::default(),
             announce: OnceLock::new(),
             wake_vectors: OnceLock::new(),
         }
@@ -148,16 +166,24 @@ impl Folder {
         let _ = self.wake_vectors.set(wake);
     }
 
+    /// Waits for the turn: no other change of the vault, from this process or another, until
+    /// it is dropped. What another process recorded meanwhile is read first.
+    pub(super) async fn turn(&self) -> Result<Turn<'_>, StoreError> {
+        let turn = self.turn_lock.take().await?;
+        lock(&self.index).refresh()?;
+        Ok(turn)
+    }
+
     /// Takes in every change made to the files since they were last looked at.
     pub async fn take_in_changes(&self) -> Result<(), StoreError> {
-        let _turn = self.turn.lock().await;
+        let _turn = self.turn().await?;
         self.take_in(None).await
     }
 
     /// The start-up look: every file taken in, then every note the store holds that its file
     /// does not (a change whose file write a crash cut off) written out.
     pub(super) async fn take_in_at_start(&self) -> Result<(), StoreError> {
-        let _turn = self.turn.lock().await;
+        let _turn = self.turn().await?;
         self.take_in(None).await?;
         let mut after: Option<String> = None;
         let mut listed = HashSet::new();
@@ -205,14 +231,15 @@ impl Folder {
     async fn take_in(&self, only: Option<String>) -> Result<(), StoreError> {
         let root = self.root.clone();
         let index = Arc::clone(&self.index);
+        let refused_stamps = Arc::clone(&self.refused_stamps);
         let write_args = self.write_args;
         let whole = only.is_none();
         let looked_for = only.clone();
-        let survey = tokio::task::spawn_blocking(move || survey(&root, &index, only, write_args))
-            .await
-            .map_err(|error| {
-                StoreError::Unavailable(format!("the vault's scan failed: {error}"))
-            })?;
+        let survey = tokio::task::spawn_blocking(move || {
+            survey(&root, &index, &refused_stamps, only, write_args)
+        })
+        .await
+        .map_err(|error| StoreError::Unavailable(format!("the vault's scan failed: {error}")))?;
         let present = survey.present.clone();
         let mut refused = survey.unreadable.clone();
         // Gone: every recorded file not found, or the one looked for.
@@ -251,13 +278,18 @@ impl Folder {
             let Candidate { mut draft, dates } = candidate;
             draft.id = id;
             let current = self.inner.get(&draft.id).await?;
+            if let Some(current) = &current {
+                draft = self
+                    .merged_with(current, draft, looked.stamp.modified_ns)
+                    .await?;
+            }
             let taken = TakenIn {
                 path: looked.path,
                 moved_from,
                 stamp: looked.stamp,
                 hash: looked.hash,
                 draft,
-                created_at: dates.created_at,
+                dates,
                 current,
             };
             match &taken.current {
@@ -330,14 +362,11 @@ impl Folder {
         let notes = batch
             .iter()
             .map(|taken| {
-                let dates = NoteDates {
-                    // A new note's `created` comes from its file; a known note keeps its own.
-                    created_at: taken
-                        .current
-                        .is_none()
-                        .then(|| taken.created_at.clone())
-                        .flatten(),
-                    updated_at: None,
+                // A new note's dates come from its file, as an import takes them; a known
+                // note keeps its `created`, and its change is made now.
+                let dates = match taken.current {
+                    None => taken.dates.clone(),
+                    Some(_) => NoteDates::default(),
                 };
                 (taken.draft.clone(), dates)
             })
@@ -377,31 +406,131 @@ impl Folder {
         )
     }
 
+    /// The note a file's `draft` makes of note `current`: the draft itself, or, when the
+    /// note changed since the version the file's text started from (a save made while PKB
+    /// was writing a change of it), both changes merged so that neither is lost.
+    async fn merged_with(
+        &self,
+        current: &Note,
+        draft: NoteDraft,
+        modified_ns: i64,
+    ) -> Result<NoteDraft, StoreError> {
+        let base = lock(&self.index).base_version(&current.id, modified_ns);
+        let Some(base) = base.filter(|base| *base < current.version) else {
+            return Ok(draft);
+        };
+        let VersionLookup::Found(base) = self.inner.version(&current.id, base).await? else {
+            return Ok(draft);
+        };
+        let base = &base.note;
+        let merged = NoteDraft {
+            id: draft.id.clone(),
+            title: if draft.title == base.title {
+                current.title.clone()
+            } else {
+                draft.title.clone()
+            },
+            tags: if draft.tags == base.tags {
+                current.tags.clone()
+            } else {
+                draft.tags.clone()
+            },
+            body: merge_lines(&base.body, &current.body, &draft.body),
+        };
+        // A merge too long for a note keeps the file's text; PKB's change stays a version.
+        Ok(crate::store::validate(merged).unwrap_or(draft))
+    }
+
     /// Writes `note` to its file: the one that holds it, the one it was deleted from, or a
-    /// new `<id>.md`. The caller holds the turn.
+    /// new `<id>.md`. A save another program made to the file since PKB last read it, put
+    /// aside by the write, is taken in on top of `note` (merged with it) and written in turn.
+    /// The caller holds the turn.
     pub(super) async fn write_note_file(&self, note: &Note) -> Result<(), StoreError> {
-        let root = self.root.clone();
-        let trash = self.trash.clone();
-        let index = Arc::clone(&self.index);
-        let note = note.clone();
-        tokio::task::spawn_blocking(move || write_note_file(&root, &trash, &index, &note))
+        let mut note = note.clone();
+        for _ in 0..WRITE_TRIES {
+            let root = self.root.clone();
+            let index = Arc::clone(&self.index);
+            let written = note.clone();
+            let unread =
+                tokio::task::spawn_blocking(move || write_note_file(&root, &index, &written))
+                    .await
+                    .map_err(|error| {
+                        StoreError::Unavailable(format!("writing a note's file: {error}"))
+                    })??;
+            let Some((path, unread)) = unread else {
+                return Ok(());
+            };
+            match self.take_in_put_aside(&note, &path, unread).await? {
+                Some(merged) => note = merged,
+                None => return Ok(()),
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "the file of {} kept changing while PKB wrote it; its changes are kept as versions",
+            note.id
+        )))
+    }
+
+    /// Takes in `unread`, a save made to the file of `note` at `path` that a write of it put
+    /// aside: the note both make, to write next, or `None` when the save is no note (it is
+    /// put back, and refused at the next look).
+    async fn take_in_put_aside(
+        &self,
+        note: &Note,
+        path: &str,
+        unread: Displaced,
+    ) -> Result<Option<Note>, StoreError> {
+        let stamp = FileStamp::of(&unread.metadata);
+        let candidate = note_from_bytes(unread.bytes.clone(), Path::new(path), self.write_args);
+        let Ok(Candidate { mut draft, .. }) = candidate else {
+            let root = self.root.clone();
+            let path = path.to_owned();
+            tokio::task::spawn_blocking(move || {
+                beneath::write(&root, &path, &unread.bytes, Replacing::File, |_| {
+                    Ok(Vec::new())
+                })
+                .map_err(|error| file_failed(&root.join(&path), &error))
+            })
             .await
-            .map_err(|error| StoreError::Unavailable(format!("writing a note's file: {error}")))?
+            .map_err(|error| {
+                StoreError::Unavailable(format!("writing a note's file: {error}"))
+            })??;
+            return Ok(None);
+        };
+        draft.id = note.id.clone();
+        let draft = self.merged_with(note, draft, stamp.modified_ns).await?;
+        let by = Provenance::write(FILE_CLIENT);
+        let outcome = self
+            .inner
+            .put(draft, PutMode::ReplaceAtVersion(note.version), &by)
+            .await?;
+        let (PutOutcome::Created(saved) | PutOutcome::Replaced(saved)) = outcome else {
+            return Err(StoreError::Unavailable(format!(
+                "{} changed while its file's save was taken in",
+                note.id
+            )));
+        };
+        self.announce(&saved.id, saved.title != note.title);
+        Ok(Some(saved))
     }
 
     /// Moves the file of the deleted note `id` to `.pkb/trash/`, where a restore finds it.
     /// The caller holds the turn.
     pub(super) async fn move_to_trash(&self, id: &str, path: &str) -> Result<(), StoreError> {
-        let from = self.root.join(path);
-        let to = self.trash.join(path);
+        let root = self.root.clone();
         let id = id.to_owned();
         let path = path.to_owned();
         let index = Arc::clone(&self.index);
         tokio::task::spawn_blocking(move || {
-            match move_file(&from, &to) {
+            match beneath::move_file(&root, &path, &trash_path(&path)) {
                 Ok(()) => {}
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-                Err(error) => return Err(file_failed(&from, &error)),
+                // Gone, or no longer a file of the vault (a folder on its way is a link now).
+                Err(error)
+                    if matches!(
+                        error.kind(),
+                        std::io::ErrorKind::NotFound | std::io::ErrorKind::InvalidData
+                    ) => {}
+                Err(error) => return Err(file_failed(&root.join(&path), &error)),
             }
             let mut index = lock(&index);
             index.forget(&path)?;
@@ -419,20 +548,18 @@ impl Folder {
     /// The id of the note in the file a link's `target` names: `name`, `name.md` or
     /// `folder/name`, ignoring case; the first by path of several.
     pub(super) fn id_of_file_named(&self, target: &str) -> Option<String> {
-        let wanted = title_key(target.trim().trim_end_matches(".md"));
-        let with_folder = wanted.contains('/');
+        let target = target.trim();
+        let wanted = title_key(target.strip_suffix(".md").unwrap_or(target));
         let index = lock(&self.index);
+        // Sorted by path: the first that matches is the one.
         index
-            .paths()
-            .filter(|(path, _)| {
-                let path = title_key(path.strip_suffix(".md").unwrap_or(path));
-                if with_folder {
+            .paths_named(&stem_key(&wanted))
+            .find(|(path, _)| {
+                !wanted.contains('/') || {
+                    let path = title_key(path.strip_suffix(".md").unwrap_or(path));
                     path == wanted || path.ends_with(&format!("/{wanted}"))
-                } else {
-                    path.rsplit('/').next() == Some(wanted.as_str())
                 }
             })
-            .min_by(|a, b| a.0.cmp(b.0))
             .map(|(_, record)| record.id.clone())
     }
 
@@ -446,11 +573,11 @@ impl Folder {
             )
         };
         if let Some(path) = live {
-            remove_if_there(&self.root.join(&path))?;
+            remove_if_there(&self.root, &path)?;
             lock(&self.index).forget(&path)?;
         }
         if let Some(path) = trashed {
-            remove_if_there(&self.trash.join(&path))?;
+            remove_if_there(&self.root, &trash_path(&path))?;
             lock(&self.index).untrash(id)?;
         }
         Ok(())
@@ -474,29 +601,33 @@ impl Folder {
 }
 
 /// Looks at the files (every one, or `only` one) against their records; a file whose content
-/// is unchanged has its new metadata recorded here.
+/// is unchanged has its new metadata recorded here. Each file is opened below the root
+/// without following links, and read from what was opened: what is read is what was looked at.
 fn survey(
     root: &Path,
     index: &Mutex<FileIndex>,
+    refused_stamps: &Mutex<HashMap<String, (FileStamp, String)>>,
     only: Option<String>,
     write_args: &'static [ArgSpec],
 ) -> Survey {
     let mut survey = Survey::default();
-    let found: Vec<(String, std::io::Result<std::fs::Metadata>)> = match only {
-        Some(path) => match std::fs::symlink_metadata(root.join(&path)) {
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            metadata => vec![(path, metadata)],
-        },
+    let found: Vec<String> = match only {
+        Some(path) => vec![path],
         None => note_files(root, &mut survey.unreadable, &mut survey.unreachable),
     };
-    for (path, metadata) in found {
+    for path in found {
         let full = root.join(&path);
-        let metadata = match metadata {
-            Ok(metadata) if metadata.is_file() => metadata,
-            Ok(_) => {
+        let opened = beneath::open(root, &path).and_then(|file| {
+            let metadata = file.metadata()?;
+            Ok((file, metadata))
+        });
+        let (mut file, metadata) = match opened {
+            Ok(opened) => opened,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(error) if error.kind() == std::io::ErrorKind::InvalidData => {
                 survey.unreadable.push(RefusedFile {
                     path: full,
-                    reason: "is not a plain file (a link, or a folder named .md)".to_owned(),
+                    reason: error.to_string(),
                 });
                 continue;
             }
@@ -515,7 +646,22 @@ fn survey(
         if recorded.as_ref().is_some_and(|r| r.stamp == stamp) {
             continue;
         }
-        let bytes = match read_bounded(&full) {
+        // A file refused as it is now is not read again (one a write's look would otherwise
+        // read after every write).
+        if recorded.is_none()
+            && let Some((_, reason)) = lock(refused_stamps)
+                .get(&path)
+                .filter(|(refused_at, _)| *refused_at == stamp)
+        {
+            survey.changed.push(Looked {
+                path,
+                stamp,
+                hash: [0; 32],
+                note: Err(reason.clone()),
+            });
+            continue;
+        }
+        let bytes = match read_bounded_from(&mut file) {
             Ok(bytes) => bytes,
             Err(reason) => {
                 survey.unreadable.push(RefusedFile { path: full, reason });
@@ -531,6 +677,14 @@ fn survey(
             continue;
         }
         let note = note_from_bytes(bytes, &full, write_args);
+        match &note {
+            Err(reason) => {
+                lock(refused_stamps).insert(path.clone(), (stamp, reason.clone()));
+            }
+            Ok(_) => {
+                lock(refused_stamps).remove(&path);
+            }
+        }
         survey.changed.push(Looked {
             path,
             stamp,
@@ -543,11 +697,12 @@ fn survey(
 
 /// Every `.md` file under `root` by its `/`-separated path below it, hidden files and folders
 /// (`.pkb`, `.git`, `.obsidian`, an editor's temporary files) skipped; links are not followed.
+/// A file whose name (or folder's name) is not UTF-8 is refused.
 fn note_files(
     root: &Path,
     unreadable: &mut Vec<RefusedFile>,
     unreachable: &mut Vec<String>,
-) -> Vec<(String, std::io::Result<std::fs::Metadata>)> {
+) -> Vec<String> {
     let mut found = Vec::new();
     let walk = walkdir::WalkDir::new(root)
         .follow_links(false)
@@ -573,9 +728,13 @@ fn note_files(
             continue;
         }
         let Some(path) = relative(root, entry.path()) else {
+            unreadable.push(RefusedFile {
+                path: entry.path().to_owned(),
+                reason: "its name is not UTF-8".to_owned(),
+            });
             continue;
         };
-        found.push((path, entry.metadata().map_err(std::io::Error::other)));
+        found.push(path);
     }
     found
 }
@@ -587,74 +746,104 @@ fn relative(root: &Path, path: &Path) -> Option<String> {
     Some(parts?.join("/"))
 }
 
-/// See [`Folder::write_note_file`].
+/// See [`Folder::write_note_file`]: the path written, and the save put aside that PKB had
+/// not read, if one was.
 fn write_note_file(
     root: &Path,
-    trash: &Path,
     index: &Mutex<FileIndex>,
     note: &Note,
-) -> Result<(), StoreError> {
+) -> Result<Option<(String, Displaced)>, StoreError> {
     let (live, trashed) = {
         let index = lock(index);
         (
-            index.path_of(&note.id).map(str::to_owned),
+            index
+                .path_of(&note.id)
+                .map(|path| (path.to_owned(), index.get(path).map(|r| r.hash))),
             index.trashed_path(&note.id).map(str::to_owned),
         )
     };
-    let (path, old_text, from_trash) = match (live, trashed) {
-        (Some(path), _) => {
-            let old = std::fs::read_to_string(root.join(&path)).ok();
-            (path, old, None)
-        }
-        (None, Some(path)) if !root.join(&path).exists() => {
-            let old = std::fs::read_to_string(trash.join(&path)).ok();
-            (path.clone(), old, Some(path))
-        }
-        _ => (free_name(root, &note.id), None, None),
+    let read = |path: &str| {
+        beneath::open(root, path)
+            .ok()
+            .and_then(|mut file| read_bounded_from(&mut file).ok())
+            .and_then(|bytes| String::from_utf8(bytes).ok())
     };
-    let full = root.join(&path);
-    let text = match old_text {
-        Some(old) => {
-            changed_file_text(&old, note, &file_stem(&full)).or_else(|_| new_file_text(note))
+    // What PKB last read or wrote there: anything else the write puts aside is a save it
+    // has not read.
+    let (mut path, old_text, replacing, expected, from_trash) = match (live, trashed) {
+        (Some((path, expected)), _) => {
+            let old = read(&path);
+            (path, old, Replacing::File, expected, None)
         }
+        (None, Some(path)) if !beneath::exists(root, &path).unwrap_or(true) => {
+            let old = read(&trash_path(&path));
+            (path.clone(), old, Replacing::Nothing, None, Some(path))
+        }
+        _ => (
+            free_name(root, &note.id),
+            None,
+            Replacing::Nothing,
+            None,
+            None,
+        ),
+    };
+    let stem = file_stem(Path::new(&path));
+    let text = match old_text {
+        Some(old) => changed_file_text(&old, note, &stem).or_else(|_| new_file_text(note)),
         None => new_file_text(note),
     }
     .map_err(StoreError::Invalid)?;
-    write_atomically(&full, text.as_bytes()).map_err(|error| file_failed(&full, &error))?;
-    let metadata = std::fs::metadata(&full).map_err(|error| file_failed(&full, &error))?;
+    let read_aside = |file: &mut std::fs::File| {
+        read_bounded_from(file).map_err(|reason| std::io::Error::other(format!("it {reason}")))
+    };
+    let written = loop {
+        match beneath::write(root, &path, text.as_bytes(), replacing, read_aside) {
+            // Made by another program since the name was chosen: another name.
+            Err(error)
+                if error.kind() == std::io::ErrorKind::AlreadyExists
+                    && replacing == Replacing::Nothing =>
+            {
+                path = free_name(root, &note.id);
+            }
+            written => break written.map_err(|error| file_failed(&root.join(&path), &error))?,
+        }
+    };
     let mut index = lock(index);
     index.record(
         &path,
         FileRecord {
             id: note.id.clone(),
-            stamp: FileStamp::of(&metadata),
+            stamp: FileStamp::of(&written.metadata),
             hash: content_hash(text.as_bytes()),
             version: note.version,
         },
     )?;
-    if let Some(path) = from_trash {
-        let _ = std::fs::remove_file(trash.join(path));
+    if let Some(trashed) = from_trash {
+        let _ = beneath::remove(root, &trash_path(&trashed));
         index.untrash(&note.id)?;
     }
-    Ok(())
+    Ok(written
+        .displaced
+        .filter(|displaced| Some(content_hash(&displaced.bytes)) != expected)
+        .map(|displaced| (path, displaced)))
 }
 
-/// `<id>.md`, or `<id>-2.md` and on when another file holds that name.
+/// `<id>.md`, or `<id>-2.md` and on when something holds that name.
 fn free_name(root: &Path, id: &str) -> String {
     let extension = super::super::NOTE_EXTENSION;
     let mut name = format!("{id}.{extension}");
     let mut n = 2;
-    while root.join(&name).exists() {
+    while beneath::exists(root, &name).unwrap_or(false) {
         name = format!("{id}-{n}.{extension}");
         n += 1;
     }
     name
 }
 
-fn remove_if_there(path: &Path) -> Result<(), StoreError> {
-    match std::fs::remove_file(path) {
+fn remove_if_there(root: &Path, path: &str) -> Result<(), StoreError> {
+    match beneath::remove(root, path) {
         Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-            Err(file_failed(path, &error))
+            Err(file_failed(&root.join(path), &error))
         }
         _ => Ok(()),
     }
