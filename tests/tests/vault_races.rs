@@ -285,3 +285,34 @@ async fn a_rebuilt_store_keeps_renamed_notes_ids_and_files_dates() {
     assert_eq!(note["note"]["title"], "Q3 plans");
     assert_eq!(note["note"]["body"], "intro\n\nsee [[Budget]]");
 }
+
+#[tokio::test]
+async fn pkb_deleted_while_a_server_runs_is_made_again_and_no_write_is_refused() {
+    let vault = tempfile::tempdir().unwrap();
+    std::fs::write(vault.path().join("plan.md"), "# Plan\n\nstep one\n").unwrap();
+    let client = open(vault.path()).await;
+    let renamed = call(&client, "edit", json!({"id": "plan", "title": "Roadmap"})).await;
+    assert_ne!(renamed.is_error, Some(true));
+    std::fs::remove_dir_all(vault.path().join(".pkb")).unwrap();
+    // The next change finds the folder gone, makes it again from the files, and is made.
+    let edited = call(&client, "edit", json!({"id": "plan", "append": "step two"})).await;
+    assert_ne!(edited.is_error, Some(true), "{edited:?}");
+    let written = call(&client, "write", json!({"title": "Fresh", "body": "after"})).await;
+    assert_ne!(written.is_error, Some(true), "{written:?}");
+    let note = structured(&call(&client, "fetch", json!({"id": "plan"})).await);
+    assert_eq!(
+        note["note"]["title"], "Roadmap",
+        "the renamed note keeps its id"
+    );
+    assert_eq!(note["note"]["body"], "step one\nstep two");
+    let on_disk = std::fs::read_to_string(vault.path().join("plan.md")).unwrap();
+    assert!(on_disk.ends_with("step one\nstep two\n"), "{on_disk}");
+    assert!(vault.path().join("fresh.md").exists());
+    assert!(vault.path().join(".pkb/notes.db").exists());
+    // And a restart finds it all.
+    drop(client);
+    let root = vault.path().to_str().unwrap();
+    let (status, out, err) = run_command(&["--vault", root, "call", "fetch", r#"{"id":"fresh"}"#]);
+    assert!(status.success(), "{out}{err}");
+    assert!(out.contains("\"body\": \"after\""), "{out}");
+}

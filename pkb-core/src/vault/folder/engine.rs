@@ -29,8 +29,8 @@ impl FolderEngine {
         FolderEngine { folder }
     }
 
-    fn inner(&self) -> &dyn NoteEngine {
-        &*self.folder.inner
+    fn inner(&self) -> Arc<dyn NoteEngine> {
+        self.folder.inner()
     }
 
     /// The note whose file a link names, as Obsidian resolves `[[name]]` and

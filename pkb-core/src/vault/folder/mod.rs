@@ -11,6 +11,7 @@ mod beneath;
 mod engine;
 mod file_index;
 mod merge;
+mod meta;
 mod note_file;
 mod sync;
 mod turn;
@@ -19,14 +20,12 @@ mod watch;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use meta::META_DIR;
 pub use sync::{Announce, FILE_CLIENT, Folder, RefusedFile};
 pub use watch::{FolderWatch, watch};
 
 use crate::framework::registry::Catalog;
 use crate::store::{Store, StoreError};
-
-/// The folder inside a vault that holds PKB's own files.
-pub const META_DIR: &str = ".pkb";
 
 /// A vault opened: its store, and its folder (to watch it, or to list the files it refused).
 pub struct OpenVault {
@@ -54,23 +53,8 @@ pub async fn open_vault(root: &Path, registry: &Catalog) -> Result<OpenVault, St
     };
     std::fs::create_dir_all(root).map_err(cannot)?;
     let root = std::fs::canonicalize(root).map_err(cannot)?;
-    let meta = root.join(META_DIR);
-    std::fs::create_dir_all(&meta).map_err(cannot)?;
-    let ignore = meta.join(".gitignore");
-    if !ignore.exists() {
-        // git and sync tools leave PKB's own files alone.
-        std::fs::write(&ignore, "*\n").map_err(cannot)?;
-    }
-    let store = crate::store::sqlite::open(&meta.join("notes.db"), false)?;
-    let index = file_index::FileIndex::open(&meta.join("files.db"))?;
-    let turn = turn::TurnLock::open(&meta)?;
-    let folder = Arc::new(Folder::new(
-        root,
-        Arc::clone(store.engine()),
-        index,
-        turn,
-        write_args,
-    ));
+    let meta = meta::open(&root)?;
+    let folder = Arc::new(Folder::new(root, meta, write_args));
     folder.take_in_at_start().await?;
     let store = Store::from_engine(Arc::new(engine::FolderEngine::new(Arc::clone(&folder))));
     folder.on_notes_changed(Box::new(store.vectors_waker()));

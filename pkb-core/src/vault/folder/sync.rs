@@ -5,11 +5,12 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use super::beneath::{self, Displaced, Replacing};
 use super::file_index::{FileIndex, FileRecord, FileStamp, content_hash, stem_key};
 use super::merge::merge_lines;
+use super::meta::{self, Identity, Meta};
 use super::note_file::{changed_file_text, new_file_text};
 use super::turn::{Turn, TurnLock};
 use crate::ArgSpec;
@@ -42,11 +43,14 @@ pub type Announce = Box<dyn Fn(&str, bool) + Send + Sync>;
 /// A vault: its folder, the store kept in step with it, and what PKB knows of its files.
 pub struct Folder {
     root: PathBuf,
-    pub(super) inner: Arc<dyn NoteEngine>,
+    /// The store in `.pkb/`; another when `.pkb/` is made again.
+    inner: RwLock<Arc<dyn NoteEngine>>,
     write_args: &'static [ArgSpec],
     index: Arc<Mutex<FileIndex>>,
     /// Held across each change, from either side, and from every process serving the vault.
     turn_lock: TurnLock,
+    /// Which file the store in `.pkb/` is: another (or none) when `.pkb/` was deleted.
+    identity: Mutex<Identity>,
     refused: Mutex<Vec<RefusedFile>>,
     /// The files refused by their content, with the stamp they had: one unchanged since is
     /// not read again at every look.
@@ -66,7 +70,7 @@ struct Looked {
 
 /// Where the vault's trash is, below its root.
 fn trash_path(path: &str) -> String {
-    format!("{}/trash/{path}", super::META_DIR)
+    format!("{}/trash/{path}", meta::META_DIR)
 }
 
 /// How many times a note's file write meets a save made meanwhile before it gives up: each
@@ -126,24 +130,29 @@ impl Survey {
 
 impl Folder {
     /// A vault at `root` over `inner`, the store kept in `root/.pkb`.
-    pub(super) fn new(
-        root: PathBuf,
-        inner: Arc<dyn NoteEngine>,
-        index: FileIndex,
-        turn_lock: TurnLock,
-        write_args: &'static [ArgSpec],
-    ) -> Folder {
+    pub(super) fn new(root: PathBuf, meta: Meta, write_args: &'static [ArgSpec]) -> Folder {
         Folder {
             root,
-            inner,
+            inner: RwLock::new(meta.engine),
             write_args,
-            index: Arc::new(Mutex::new(index)),
-            turn_lock,
+            index: Arc::new(Mutex::new(meta.index)),
+            turn_lock: TurnLock::new(meta.lock),
+            identity: Mutex::new(meta.identity),
             refused: Mutex::default(),
             refused_stamps: Arc::default(),
             announce: OnceLock::new(),
             wake_vectors: OnceLock::new(),
         }
+    }
+
+    /// The store the notes are kept in now.
+    pub(super) fn inner(&self) -> Arc<dyn NoteEngine> {
+        Arc::clone(
+            &self
+                .inner
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// The vault's folder.
@@ -169,9 +178,33 @@ impl Folder {
     /// Waits for the turn: no other change of the vault, from this process or another, until
     /// it is dropped. What another process recorded meanwhile is read first.
     pub(super) async fn turn(&self) -> Result<Turn<'_>, StoreError> {
-        let turn = self.turn_lock.take().await?;
+        let mut turn = self.turn_lock.take().await?;
+        if meta::identity_of(&self.root) != Some(*lock(&self.identity)) {
+            self.make_meta_again(&mut turn).await?;
+        }
         lock(&self.index).refresh()?;
         Ok(turn)
+    }
+
+    /// `.pkb/` was deleted while the server ran (or another server on the vault made it
+    /// again since): it is made (or opened) again, the files taken in as at a first start,
+    /// and the change waiting for the turn goes to the new store. Nothing is refused.
+    async fn make_meta_again(&self, turn: &mut Turn<'_>) -> Result<(), StoreError> {
+        tracing::warn!(
+            folder = %meta::meta_dir(&self.root).display(),
+            "the vault's own folder went while the server ran: it is made again from the files"
+        );
+        let meta = meta::open(&self.root)?;
+        turn.move_to(meta.lock.clone()).await?;
+        self.turn_lock.use_file(meta.lock);
+        *self
+            .inner
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = meta.engine;
+        *lock(&self.index) = meta.index;
+        *lock(&self.identity) = meta.identity;
+        lock(&self.refused_stamps).clear();
+        self.catch_up_with_files().await
     }
 
     /// Takes in every change made to the files since they were last looked at.
@@ -184,11 +217,16 @@ impl Folder {
     /// does not (a change whose file write a crash cut off) written out.
     pub(super) async fn take_in_at_start(&self) -> Result<(), StoreError> {
         let _turn = self.turn().await?;
+        self.catch_up_with_files().await
+    }
+
+    /// See [`Folder::take_in_at_start`]; the caller holds the turn.
+    async fn catch_up_with_files(&self) -> Result<(), StoreError> {
         self.take_in(None).await?;
         let mut after: Option<String> = None;
         let mut listed = HashSet::new();
         loop {
-            let notes = self.inner.list_with_bodies(after.as_deref(), 500).await?;
+            let notes = self.inner().list_with_bodies(after.as_deref(), 500).await?;
             let Some(last) = notes.last() else { break };
             after = Some(last.id.clone());
             for note in notes {
@@ -277,7 +315,7 @@ impl Folder {
             claimed.insert(id.clone(), looked.path.clone());
             let Candidate { mut draft, dates } = candidate;
             draft.id = id;
-            let current = self.inner.get(&draft.id).await?;
+            let current = self.inner().get(&draft.id).await?;
             if let Some(current) = &current {
                 draft = self
                     .merged_with(current, draft, looked.stamp.modified_ns)
@@ -305,7 +343,7 @@ impl Folder {
             self.save_taken_in(batch).await?;
         }
         for (path, record) in vanished {
-            if self.inner.delete(&record.id, FILE_CLIENT).await? {
+            if self.inner().delete(&record.id, FILE_CLIENT).await? {
                 self.announce(&record.id, true);
             }
             lock(&self.index).forget(&path)?;
@@ -372,7 +410,7 @@ impl Folder {
             })
             .collect();
         let by = Provenance::write(FILE_CLIENT);
-        let outcomes = self.inner.put_dated(notes, PutMode::Replace, &by).await?;
+        let outcomes = self.inner().put_dated(notes, PutMode::Replace, &by).await?;
         for (taken, outcome) in batch.iter().zip(outcomes) {
             let (PutOutcome::Created(note) | PutOutcome::Replaced(note)) = outcome else {
                 return Err(StoreError::Unavailable(
@@ -419,7 +457,7 @@ impl Folder {
         let Some(base) = base.filter(|base| *base < current.version) else {
             return Ok(draft);
         };
-        let VersionLookup::Found(base) = self.inner.version(&current.id, base).await? else {
+        let VersionLookup::Found(base) = self.inner().version(&current.id, base).await? else {
             return Ok(draft);
         };
         let base = &base.note;
@@ -501,7 +539,7 @@ impl Folder {
         let draft = self.merged_with(note, draft, stamp.modified_ns).await?;
         let by = Provenance::write(FILE_CLIENT);
         let outcome = self
-            .inner
+            .inner()
             .put(draft, PutMode::ReplaceAtVersion(note.version), &by)
             .await?;
         let (PutOutcome::Created(saved) | PutOutcome::Replaced(saved)) = outcome else {
