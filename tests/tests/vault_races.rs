@@ -54,8 +54,10 @@ async fn every_body(client: &Client, id: &str) -> Vec<String> {
     bodies
 }
 
-/// A person's editor: every 30-250 ms it reads the note's file, adds a line and saves
-/// through a temporary file renamed over it. The lines it saved, in order.
+/// A person's editor: every 30-250 ms it reads the note's file, adds a line
+/// (`editor line N`) and saves through a temporary file renamed over it. The lines it saved,
+/// in order. Each save holds every line before it, as a person's does: a save replaced by the
+/// next before anyone read it is still found in that next one.
 fn editor(file: PathBuf, stop: Arc<AtomicBool>) -> Vec<String> {
     let mut saved = Vec::new();
     let temporary = file.with_file_name(".plan.md.swp");
@@ -83,12 +85,13 @@ fn editor(file: PathBuf, stop: Arc<AtomicBool>) -> Vec<String> {
     saved
 }
 
-/// A model and an editor change one note for [`race_time`]; the model waits `pause` between
-/// its edits.
+/// A model and an editor change one note for [`race_time`]: the editor adds lines, the model
+/// makes its own line the next (so that a minute's race stays within a note's limit); the
+/// model waits `pause` between its edits.
 async fn a_model_and_an_editor_change_one_note(pause: Duration) {
     let vault = tempfile::tempdir().unwrap();
     let file = vault.path().join("plan.md");
-    std::fs::write(&file, "# Plan\n\nfirst line\n").unwrap();
+    std::fs::write(&file, "# Plan\n\nmodel line 0\n").unwrap();
     let client = open(vault.path()).await;
     let stop = Arc::new(AtomicBool::new(false));
     let person = {
@@ -99,11 +102,18 @@ async fn a_model_and_an_editor_change_one_note(pause: Duration) {
     let start = Instant::now();
     let mut n = 0;
     while start.elapsed() < race_time() {
-        n += 1;
-        let line = format!("model line {n}");
-        let result = call(&client, "edit", json!({"id": "plan", "append": line})).await;
+        let line = format!("model line {}", n + 1);
+        let old = format!("model line {n}");
+        let result = call(
+            &client,
+            "edit",
+            json!({"id": "plan", "replace": {"old": old, "new": line}}),
+        )
+        .await;
+        // A refusal (the model's own line gone) shows below as a last line missing.
         if result.is_error != Some(true) {
             answered.push(line);
+            n += 1;
         }
         tokio::time::sleep(pause).await;
     }
@@ -123,7 +133,7 @@ async fn a_model_and_an_editor_change_one_note(pause: Duration) {
             .as_str()
             .unwrap()
             .to_owned();
-        if body.contains(&last_saved) {
+        if body.lines().any(|l| l == last_saved) {
             break;
         }
         assert!(
@@ -134,7 +144,8 @@ async fn a_model_and_an_editor_change_one_note(pause: Duration) {
     }
     let on_disk = std::fs::read_to_string(&file).unwrap();
     let bodies = every_body(&client, "plan").await;
-    let kept = |line: &String| on_disk.contains(line) || bodies.iter().any(|b| b.contains(line));
+    let holds = |text: &str, line: &str| text.lines().any(|l| l == line);
+    let kept = |line: &String| holds(&on_disk, line) || bodies.iter().any(|b| holds(b, line));
     let lost_saves: Vec<&String> = saved.iter().filter(|line| !kept(line)).collect();
     let lost_edits: Vec<&String> = answered.iter().filter(|line| !kept(line)).collect();
     assert!(
@@ -145,8 +156,8 @@ async fn a_model_and_an_editor_change_one_note(pause: Duration) {
         lost_edits.len(),
         answered.len()
     );
-    assert!(on_disk.contains(&last_saved), "{on_disk}");
-    assert!(on_disk.contains(answered.last().unwrap()), "{on_disk}");
+    assert!(holds(&on_disk, &last_saved), "{on_disk}");
+    assert!(holds(&on_disk, answered.last().unwrap()), "{on_disk}");
 }
 
 #[tokio::test]
