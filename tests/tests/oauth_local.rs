@@ -300,58 +300,127 @@ async fn a_redirect_uri_not_registered_is_shown_on_pkbs_page() {
     assert_eq!(page.status, 200, "{}", page.body);
 }
 
+/// `page` is the refusal `error` of an authorization request: at the client's redirect URI
+/// with its state when the client is `trusted`, else on PKB's own page; nothing issued.
+fn assert_refused(page: &support::local_oauth::Page, trusted: bool, error: &str) {
+    if !trusted {
+        assert_eq!(page.status, 400, "{page:?}");
+        assert!(page.redirect().is_none(), "not redirected: {page:?}");
+        assert!(page.body.contains(error), "{}", page.body);
+        assert_page_headers(page);
+        return;
+    }
+    assert_eq!(page.status, 303, "{page:?}");
+    let location = page.redirect().unwrap();
+    assert!(location.as_str().starts_with(CALLBACK));
+    assert_eq!(query_param(&location, "error").as_deref(), Some(error));
+    assert_eq!(
+        query_param(&location, "state").as_deref(),
+        Some("opaque state 123")
+    );
+    assert!(query_param(&location, "code").is_none(), "nothing issued");
+}
+
+#[tokio::test]
+async fn the_pages_show_hosts_in_ascii_and_a_registered_name_as_its_claim() {
+    let server = LocalServer::start(&[]).await;
+    let look_alike = "https://\u{430}pple.com/callback";
+    let client = FlowClient {
+        origin: server.origin().to_owned(),
+        client_id: support::local_oauth::register(
+            server.origin(),
+            "Claude (claude.ai)",
+            &[look_alike],
+        )
+        .await,
+        redirect_uri: look_alike.to_owned(),
+    };
+    let mut browser = Browser::new(server.origin());
+    let sign_in = browser
+        .authorize(&client.query(&Pkce::new(), "notes:read"))
+        .await;
+    assert_eq!(sign_in.status, 200, "{}", sign_in.body);
+    let claim =
+        "calls itself <strong>“Claude (claude.ai)”</strong> (its own claim, not verified by PKB)";
+    assert!(sign_in.body.contains(claim), "{}", sign_in.body);
+    let consent = browser.sign_in(&sign_in, "alice", PASSWORD).await;
+    assert_eq!(consent.status, 200, "{}", consent.body);
+    assert!(consent.body.contains(claim), "{}", consent.body);
+    assert!(
+        consent.body.contains("https://xn--pple-43d.com/callback"),
+        "{}",
+        consent.body
+    );
+    assert!(!consent.body.contains('\u{430}'), "{}", consent.body);
+}
+
 #[tokio::test]
 async fn pkce_missing_or_plain_is_refused() {
     let server = LocalServer::start(&[]).await;
     let client = FlowClient::register(&server, "Client").await;
     let pkce = Pkce::new();
-    let cases: [&[&str]; 3] = [
-        &["code_challenge", "code_challenge_method"],
-        &["code_challenge_method"],
-        &[],
-    ];
-    for (n, removed) in cases.into_iter().enumerate() {
-        let mut query = client.query(&pkce, "notes:read");
-        query.retain(|(name, _)| !removed.contains(name));
-        if n == 2 {
-            query.retain(|(name, _)| *name != "code_challenge_method");
-            query.push(("code_challenge_method", "plain"));
+    // A registered client hears of its errors only once a person has approved it.
+    for approved in [false, true] {
+        if approved {
+            client.tokens_for("alice", "notes:read").await;
         }
-        let page = Browser::new(server.origin()).authorize(&query).await;
-        assert_eq!(page.status, 303, "{page:?}");
-        let location = page.redirect().unwrap();
-        assert!(location.as_str().starts_with(CALLBACK));
-        assert_eq!(
-            query_param(&location, "error").as_deref(),
-            Some("invalid_request")
-        );
-        assert_eq!(
-            query_param(&location, "state").as_deref(),
-            Some("opaque state 123")
-        );
-        assert!(query_param(&location, "code").is_none(), "nothing issued");
+        let cases: [&[&str]; 3] = [
+            &["code_challenge", "code_challenge_method"],
+            &["code_challenge_method"],
+            &[],
+        ];
+        for (n, removed) in cases.into_iter().enumerate() {
+            let mut query = client.query(&pkce, "notes:read");
+            query.retain(|(name, _)| !removed.contains(name));
+            if n == 2 {
+                query.retain(|(name, _)| *name != "code_challenge_method");
+                query.push(("code_challenge_method", "plain"));
+            }
+            let page = Browser::new(server.origin()).authorize(&query).await;
+            assert_refused(&page, approved, "invalid_request");
+        }
+        // A resource that is not PKB's, a scope it does not know, a response type it does
+        // not give.
+        for (name, value, error) in [
+            (
+                "resource",
+                "https://elsewhere.example/mcp",
+                "invalid_target",
+            ),
+            ("scope", "notes:read admin", "invalid_scope"),
+            ("response_type", "token", "unsupported_response_type"),
+        ] {
+            let mut query = client.query(&pkce, "notes:read");
+            query.retain(|(key, _)| *key != name);
+            query.push((name, value));
+            let page = Browser::new(server.origin()).authorize(&query).await;
+            assert_refused(&page, approved, error);
+        }
     }
-    // A resource that is not PKB's, a scope it does not know, a response type it does not give.
-    for (name, value, error) in [
-        (
-            "resource",
-            "https://elsewhere.example/mcp",
-            "invalid_target",
-        ),
-        ("scope", "notes:read admin", "invalid_scope"),
-        ("response_type", "token", "unsupported_response_type"),
+}
+
+#[tokio::test]
+async fn a_registered_clients_errors_are_not_an_open_redirect() {
+    let server = LocalServer::start(&[]).await;
+    let phish = "https://attacker.example/phish";
+    let client = FlowClient {
+        origin: server.origin().to_owned(),
+        client_id: support::local_oauth::register(server.origin(), "Innocent", &[phish]).await,
+        redirect_uri: phish.to_owned(),
+    };
+    let pkce = Pkce::new();
+    for (name, value) in [
+        ("response_type", "token"),
+        ("code_challenge_method", "plain"),
+        ("scope", "admin"),
     ] {
         let mut query = client.query(&pkce, "notes:read");
         query.retain(|(key, _)| *key != name);
         query.push((name, value));
         let page = Browser::new(server.origin()).authorize(&query).await;
-        let location = page.redirect().unwrap();
-        assert_eq!(
-            query_param(&location, "error").as_deref(),
-            Some(error),
-            "{name}"
-        );
-        assert!(query_param(&location, "code").is_none());
+        assert_eq!(page.status, 400, "{name}: {page:?}");
+        assert!(page.redirect().is_none(), "{name}: {page:?}");
+        assert!(!page.body.contains("attacker"), "{}", page.body);
     }
 }
 
@@ -393,6 +462,72 @@ async fn codes_are_bound_to_their_verifier_and_client_and_used_once() {
     refused_within_a_second(&server, &access).await;
     let refresh = body["refresh_token"].as_str().unwrap();
     assert_invalid_grant(&client.refresh(refresh).await);
+}
+
+#[tokio::test]
+async fn a_code_used_twice_at_the_same_moment_ends_its_grant() {
+    let server = LocalServer::start(&[]).await;
+    let client = FlowClient::register(&server, "Client").await;
+    for round in 0..5 {
+        let pkce = Pkce::new();
+        let code = client.code_for("alice", &pkce, "notes:read").await;
+        let (first, second) = tokio::join!(
+            client.redeem(&code, &pkce.verifier),
+            client.redeem(&code, &pkce.verifier)
+        );
+        for answer in [first, second] {
+            if answer.0 != 200 {
+                assert_invalid_grant(&answer);
+                continue;
+            }
+            // One use may win the race, but what it got must not outlive the other use.
+            let access = answer.1["access_token"].as_str().unwrap();
+            refused_within_a_second(&server, access).await;
+            let refresh = answer.1["refresh_token"].as_str().unwrap();
+            assert_invalid_grant(&client.refresh(refresh).await);
+            eprintln!("round {round}: one use was answered, and its grant ended");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_new_password_ends_every_grant_of_the_account() {
+    let server = LocalServer::start(&[]).await;
+    let client = FlowClient::register(&server, "Client").await;
+    let (access, refresh) = client.tokens_for("alice", "notes:read notes:write").await;
+    let (bob, _) = client.tokens_for("bob", "notes:read").await;
+    session(&server, &access).await.unwrap();
+    // A code the old password gave, redeemed after the change.
+    let pkce = Pkce::new();
+    let code = client.code_for("alice", &pkce, "notes:read").await;
+    let new_password = "another long password";
+    let changed = with_password(
+        &server.data_dir,
+        &["account", "password", "alice"],
+        new_password,
+    );
+    assert!(
+        changed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&changed.stderr)
+    );
+    refused_within_a_second(&server, &access).await;
+    assert_invalid_grant(&client.refresh(&refresh).await);
+    assert_invalid_grant(&client.redeem(&code, &pkce.verifier).await);
+    let (_, listed, _) = server.command(&["account", "clients", "alice"]);
+    assert!(listed.is_empty(), "{listed}");
+    session(&server, &bob).await.expect("bob's grant stands");
+    // The old password no longer signs in; the new one does.
+    let mut browser = Browser::new(server.origin());
+    let sign_in = browser
+        .authorize(&client.query(&Pkce::new(), "notes:read"))
+        .await;
+    assert_eq!(
+        browser.sign_in(&sign_in, "alice", PASSWORD).await.status,
+        401
+    );
+    let consent = browser.sign_in(&sign_in, "alice", new_password).await;
+    assert_eq!(consent.status, 200, "{}", consent.body);
 }
 
 #[tokio::test]
@@ -783,6 +918,12 @@ async fn client_metadata_documents_are_fetched_with_limits() {
         "{}",
         sign_in.body
     );
+    // Its redirect URIs are its host's word: its errors go back to it.
+    let mut query = client.query(&pkce, "notes:read");
+    query.retain(|(key, _)| *key != "response_type");
+    query.push(("response_type", "token"));
+    let page = Browser::new(server.origin()).authorize(&query).await;
+    assert_refused(&page, true, "unsupported_response_type");
     let (access, _) = client.tokens_for("alice", "notes:read").await;
     session(&server, &access).await.unwrap();
     let (_, listed, _) = server.command(&["account", "clients", "alice"]);

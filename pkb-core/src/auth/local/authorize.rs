@@ -20,6 +20,7 @@ use http::header::{COOKIE, LOCATION, SET_COOKIE};
 use http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use subtle::ConstantTimeEq;
 
+use super::accounts::PasswordStamp;
 use super::pages::{self, ConsentView};
 use super::registration::MAX_CLIENT_NAME_CHARS;
 use super::{LocalAuthority, client_metadata, parameters, redirect_uri};
@@ -51,6 +52,19 @@ pub struct CheckedClient {
     pub redirect_uri: String,
     /// Whether the request named it (the token request must then name it too).
     pub redirect_uri_given: bool,
+    /// Whether it is described by a metadata document at its `client_id` URL; if not, it
+    /// registered itself, and its name and redirect URIs are only its own word.
+    pub document: bool,
+}
+
+impl CheckedClient {
+    /// How the pages name it.
+    fn shown(&self) -> pages::ClientName<'_> {
+        pages::ClientName {
+            name: &self.client_name,
+            claimed: !self.document,
+        }
+    }
 }
 
 /// A request waiting for the person.
@@ -62,7 +76,8 @@ struct Waiting {
     write: bool,
     csrf: String,
     browser: String,
-    account: Option<String>,
+    /// Once signed in: the account, and the password it signed in with.
+    account: Option<(String, PasswordStamp)>,
     expires: Instant,
 }
 
@@ -80,11 +95,25 @@ pub struct IssuedCode {
     pub challenge: String,
     /// The account that approved.
     pub account: String,
+    /// The password it signed in with: the code is good only while the account keeps it.
+    pub password: PasswordStamp,
     /// The scope approved, space-separated.
     pub scope: String,
     expires: Instant,
-    /// Once redeemed: the grant it opened, if any.
-    redeemed: Option<Option<String>>,
+    spending: Spending,
+}
+
+/// How far a code has been spent.
+#[derive(Clone)]
+enum Spending {
+    Unspent,
+    /// Taken for redemption, its grant not yet opened; `again` once it was presented again
+    /// meanwhile, so that the grant it is about to open is ended as soon as it is.
+    Redeeming {
+        again: bool,
+    },
+    /// Redeemed: the grant it opened, if any.
+    Redeemed(Option<String>),
 }
 
 /// What became of a code presented at the token endpoint.
@@ -113,10 +142,14 @@ impl Flows {
         let Some(issued) = codes.get_mut(&hex_sha256(code)) else {
             return Redemption::Unknown;
         };
-        if let Some(grant) = &issued.redeemed {
-            return Redemption::Spent(grant.clone());
+        match &mut issued.spending {
+            Spending::Unspent => issued.spending = Spending::Redeeming { again: false },
+            Spending::Redeeming { again } => {
+                *again = true;
+                return Redemption::Spent(None);
+            }
+            Spending::Redeemed(grant) => return Redemption::Spent(grant.clone()),
         }
-        issued.redeemed = Some(None);
         if now >= issued.expires {
             return Redemption::Unknown;
         }
@@ -127,17 +160,26 @@ impl Flows {
             redirect_uri_given: issued.redirect_uri_given,
             challenge: issued.challenge.clone(),
             account: issued.account.clone(),
+            password: issued.password.clone(),
             scope: issued.scope.clone(),
             expires: issued.expires,
-            redeemed: None,
+            spending: Spending::Unspent,
         })
     }
 
-    /// Records the grant that redeeming `code` opened.
-    pub fn opened(&self, code: &str, grant: &str) {
-        if let Some(issued) = lock(&self.codes).get_mut(&hex_sha256(code)) {
-            issued.redeemed = Some(Some(grant.to_owned()));
-        }
+    /// Records the grant that redeeming `code` opened; whether it may stand. It may not when
+    /// the code was presented again while the grant was being opened: two uses at the same
+    /// moment end what the code gave, as two uses one after the other do (RFC 6749 section
+    /// 4.1.2).
+    #[must_use = "a grant that may not stand must be ended"]
+    pub fn opened(&self, code: &str, grant: &str) -> bool {
+        let mut codes = lock(&self.codes);
+        let Some(issued) = codes.get_mut(&hex_sha256(code)) else {
+            return false;
+        };
+        let again = matches!(issued.spending, Spending::Redeeming { again: true });
+        issued.spending = Spending::Redeemed(Some(grant.to_owned()));
+        !again
     }
 }
 
@@ -157,7 +199,18 @@ pub async fn start(
         Err(why) => return pages::error_page(StatusCode::BAD_REQUEST, &why),
     };
     let state = parameters.get("state").cloned();
+    // Anyone may register a client with any redirect URI: sending errors there would make
+    // PKB an open redirector (RFC 9700 section 4.11.2), a link on PKB's host that lands on
+    // the attacker's. Only a client whose redirect URIs its own host published, or one a
+    // person has approved, hears of its errors at its redirect URI.
+    let trusted = client.document || authority.grants.approved(&client.client_id);
     let back = |error: &str, description: &str| {
+        if !trusted {
+            return pages::error_page(
+                StatusCode::BAD_REQUEST,
+                &format!("The application's request cannot be taken ({error}): {description}."),
+            );
+        }
         redirect(
             &authority,
             &client.redirect_uri,
@@ -219,7 +272,7 @@ pub async fn start(
     };
     let set_cookie = browser.is_none();
     let browser = browser.unwrap_or(new_browser);
-    let client_name = client.client_name.clone();
+    let shown = client.clone();
     {
         let now = Instant::now();
         let mut waiting = lock(&authority.flows.waiting);
@@ -245,7 +298,7 @@ pub async fn start(
             },
         );
     }
-    let mut response = pages::sign_in(&client_name, &id, &csrf, "", None);
+    let mut response = pages::sign_in(shown.shown(), &id, &csrf, "", None);
     if set_cookie {
         let secure = authority
             .bound()
@@ -271,14 +324,15 @@ pub async fn sign_in(
         Ok(step) => step,
         Err(response) => return response,
     };
-    let (client_name, csrf) = (waiting.client.client_name, waiting.csrf);
+    let (client, csrf) = (waiting.client, waiting.csrf);
+    let client_name = client.shown();
     let account = form
         .get("account")
         .map(|a| a.trim().to_owned())
         .unwrap_or_default();
     if !valid_user_name(&account) {
         // No account has such a name; nor is it worth remembering, or showing back.
-        return pages::sign_in(&client_name, &id, &csrf, "", Some(WRONG));
+        return pages::sign_in(client_name, &id, &csrf, "", Some(WRONG));
     }
     let password = form.get("password").cloned().unwrap_or_default();
     // Each check of a password costs 19 MiB and a thread for tens of milliseconds: a few at
@@ -287,24 +341,25 @@ pub async fn sign_in(
         return pages::error_page(StatusCode::SERVICE_UNAVAILABLE, BUSY);
     };
     if !authority.sign_ins.begin(&account) {
-        return pages::sign_in(&client_name, &id, &csrf, &account, Some(LOCKED));
+        return pages::sign_in(client_name, &id, &csrf, &account, Some(LOCKED));
     }
     let checker = Arc::clone(&authority);
     let name = account.clone();
     let signed_in =
         tokio::task::spawn_blocking(move || checker.accounts.check_password(&name, &password))
             .await
-            .unwrap_or(false);
-    if !signed_in {
+            .ok()
+            .flatten();
+    let Some(stamp) = signed_in else {
         let problem = if authority.sign_ins.failed(&account) {
             LOCKED
         } else {
             WRONG
         };
-        return pages::sign_in(&client_name, &id, &csrf, &account, Some(problem));
-    }
+        return pages::sign_in(client_name, &id, &csrf, &account, Some(problem));
+    };
     if !authority.sign_ins.succeeded(&account) {
-        return pages::sign_in(&client_name, &id, &csrf, &account, Some(LOCKED));
+        return pages::sign_in(client_name, &id, &csrf, &account, Some(LOCKED));
     }
     let Ok(next_csrf) = random_secret(32) else {
         return pages::error_page(StatusCode::INTERNAL_SERVER_ERROR, "no randomness");
@@ -313,10 +368,10 @@ pub async fn sign_in(
     let Some(request) = waiting.get_mut(&id) else {
         return pages::error_page(StatusCode::BAD_REQUEST, EXPIRED);
     };
-    request.account = Some(account.clone());
+    request.account = Some((account.clone(), stamp));
     request.csrf.clone_from(&next_csrf);
     let view = ConsentView {
-        client_name: &request.client.client_name,
+        client: request.client.shown(),
         client_id: &request.client.client_id,
         redirect_uri: &request.client.redirect_uri,
         write: request.write,
@@ -343,7 +398,7 @@ pub async fn consent(
     let Some(request) = lock(&authority.flows.waiting).remove(&id) else {
         return pages::error_page(StatusCode::BAD_REQUEST, EXPIRED);
     };
-    let Some(account) = request.account else {
+    let Some((account, password)) = request.account else {
         return pages::error_page(StatusCode::BAD_REQUEST, EXPIRED);
     };
     let state = request.state.as_deref();
@@ -370,9 +425,10 @@ pub async fn consent(
             redirect_uri_given: request.client.redirect_uri_given,
             challenge: request.challenge,
             account,
+            password,
             scope: request.scope,
             expires: Instant::now() + CODE_LIFETIME,
-            redeemed: None,
+            spending: Spending::Unspent,
         },
     );
     redirect(
@@ -435,7 +491,8 @@ async fn check_client(
     let client_id = parameters
         .get("client_id")
         .ok_or("The application sent no client_id.")?;
-    let (client_name, redirect_uris) = if client_metadata::is_document_url(client_id) {
+    let document = client_metadata::is_document_url(client_id);
+    let (client_name, redirect_uris) = if document {
         let document =
             client_metadata::fetch(client_id, authority.settings.allow_local_clients).await?;
         let host = url::Url::parse(client_id)
@@ -475,6 +532,7 @@ async fn check_client(
         client_name,
         redirect_uri,
         redirect_uri_given: given,
+        document,
     })
 }
 
@@ -539,7 +597,43 @@ fn is_base64url(byte: u8) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::shows_as_written;
+    use super::*;
+
+    fn issue(flows: &Flows, code: &str) {
+        lock(&flows.codes).insert(
+            hex_sha256(code),
+            IssuedCode {
+                client_id: "client".into(),
+                client_name: "Client".into(),
+                redirect_uri: "http://127.0.0.1/cb".into(),
+                redirect_uri_given: true,
+                challenge: String::new(),
+                account: "alice".into(),
+                password: PasswordStamp(String::new()),
+                scope: "notes:read".into(),
+                expires: Instant::now() + CODE_LIFETIME,
+                spending: Spending::Unspent,
+            },
+        );
+    }
+
+    #[test]
+    fn a_code_presented_again_while_its_grant_opens_ends_that_grant() {
+        let flows = Flows::default();
+        issue(&flows, "raced");
+        assert!(matches!(flows.redeem("raced"), Redemption::Fresh(_)));
+        assert!(
+            matches!(flows.redeem("raced"), Redemption::Spent(None)),
+            "the second use, before the first has opened its grant"
+        );
+        assert!(!flows.opened("raced", "g1"), "the grant may not stand");
+        assert!(matches!(flows.redeem("raced"), Redemption::Spent(Some(g)) if g == "g1"));
+
+        issue(&flows, "once");
+        assert!(matches!(flows.redeem("once"), Redemption::Fresh(_)));
+        assert!(flows.opened("once", "g2"), "used once: it stands");
+        assert!(matches!(flows.redeem("once"), Redemption::Spent(Some(g)) if g == "g2"));
+    }
 
     #[test]
     fn a_client_name_that_would_not_read_as_written_is_not_shown() {

@@ -134,17 +134,26 @@ impl GrantFile {
         })
     }
 
-    /// Starts a grant of `account` to a client; its first refresh token.
+    /// Starts a grant of `account` to a client, when `signed_in` still holds under the file's
+    /// lock; its first refresh token. The check runs under the lock because `account delete`
+    /// and `account password` end the account's grants under it: a grant opened on a
+    /// password that has just changed would otherwise outlive it.
     pub fn open(
         &self,
         account: &str,
         client_id: &str,
         client_name: &str,
         scope: &str,
-    ) -> Result<Issued, AccountError> {
+        signed_in: impl FnOnce() -> bool,
+    ) -> Result<Option<Issued>, AccountError> {
         let id = random_secret(16).map_err(|e| self.io(e))?;
         let refresh_token = refresh_token(&id).map_err(|e| self.io(e))?;
+        let mut opened = false;
         self.change(|document| {
+            if !signed_in() {
+                return Ok(());
+            }
+            opened = true;
             document.grants.push(Grant {
                 id: id.clone(),
                 account: account.to_owned(),
@@ -158,12 +167,12 @@ impl GrantFile {
             });
             Ok(())
         })?;
-        Ok(Issued {
+        Ok(opened.then(|| Issued {
             grant: id,
             account: account.to_owned(),
             scope: scope.to_owned(),
             refresh_token,
-        })
+        }))
     }
 
     /// Spends `token` for `client_id` and gives the grant's next refresh token. A token spent
@@ -369,6 +378,15 @@ impl GrantBook {
             || holds(document.current(true, read_document, GrantsDocument::default))
     }
 
+    /// Whether a person has approved the client `client_id`: one of its grants is alive.
+    pub fn approved(&self, client_id: &str) -> bool {
+        lock(&self.document)
+            .current(false, read_document, GrantsDocument::default)
+            .grants
+            .iter()
+            .any(|g| g.client_id == client_id)
+    }
+
     /// The registered client `client_id`, read afresh when the file changed.
     pub fn client(&self, client_id: &str) -> Option<RegisteredClient> {
         lock(&self.document)
@@ -390,7 +408,8 @@ mod tests {
         let file = GrantFile::new(dir.path());
         let book = GrantBook::open(dir.path()).unwrap();
         let first = file
-            .open("alice", "client", "Client", "notes:read")
+            .open("alice", "client", "Client", "notes:read", || true)
+            .unwrap()
             .unwrap();
         assert!(
             book.is_alive(&first.grant, "alice") || {

@@ -32,7 +32,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 
-pub use accounts::{AccountBook, AccountError, AccountFile, AccountInfo};
+pub use accounts::{AccountBook, AccountError, AccountFile, AccountInfo, PasswordStamp};
 pub use grants::{AuthorizedClient, GrantBook, GrantFile};
 
 use self::authorize::Flows;
