@@ -683,6 +683,34 @@ async fn forms_need_their_csrf_token_and_their_browser() {
 }
 
 #[tokio::test]
+async fn a_flood_of_authorization_links_locks_nobody_out() {
+    use futures::StreamExt;
+    let server = LocalServer::start(&[]).await;
+    let client = FlowClient::register(&server, "Client").await;
+    let pkce = Pkce::new();
+    let url = format!(
+        "{}/oauth/authorize?{}",
+        server.origin(),
+        support::local_oauth::form(&client.query(&pkce, "notes:read"))
+    );
+    // More than the 10,000 requests that once filled the server's list of sign-ins under way.
+    let anonymous = no_redirects();
+    let statuses: Vec<u16> = futures::stream::iter(0..10_050)
+        .map(|_| {
+            let (anonymous, url) = (anonymous.clone(), url.clone());
+            async move { anonymous.get(url).send().await.unwrap().status().as_u16() }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    assert!(statuses.iter().all(|s| *s == 200), "every link is answered");
+    let (access, _) = client.tokens_for("alice", "notes:read").await;
+    session(&server, &access)
+        .await
+        .expect("a person still signs in");
+}
+
+#[tokio::test]
 async fn eleven_wrong_passwords_lock_the_account() {
     let server = LocalServer::start(&[]).await;
     let client = FlowClient::register(&server, "Client").await;

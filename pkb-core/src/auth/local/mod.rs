@@ -119,7 +119,7 @@ impl LocalAuthority {
             grants,
             tokens,
             bound: OnceLock::new(),
-            flows: Flows::default(),
+            flows: Flows::new()?,
             sign_ins: SignInLimits::default(),
             password_checks: Arc::new(tokio::sync::Semaphore::new(PASSWORD_CHECKS_AT_ONCE)),
             settings,
