@@ -711,6 +711,41 @@ async fn a_flood_of_authorization_links_locks_nobody_out() {
 }
 
 #[tokio::test]
+async fn registrations_are_bounded_per_source_and_kept_apart_from_grants() {
+    let server = LocalServer::start(&[]).await;
+    let approved = FlowClient::register(&server, "Approved").await;
+    let (access, _) = approved.tokens_for("alice", "notes:read").await;
+    let mut answers = Vec::new();
+    for n in 0..25 {
+        let answer = no_redirects()
+            .post(format!("{}/oauth/register", server.origin()))
+            .json(&json!({"client_name": format!("Flood {n}"), "redirect_uris": [CALLBACK]}))
+            .send()
+            .await
+            .unwrap();
+        let retry_after = answer.headers().get("retry-after").cloned();
+        answers.push((answer.status().as_u16(), retry_after));
+    }
+    // Twenty a source an hour, the approved client's registration among them.
+    let accepted = answers.iter().filter(|(status, _)| *status == 201).count();
+    assert_eq!(accepted, 19, "{answers:?}");
+    for (status, retry_after) in &answers[19..] {
+        assert_eq!(*status, 429);
+        assert!(retry_after.is_some());
+    }
+    let grants = std::fs::read_to_string(format!("{}/oauth-grants.json", server.data_dir)).unwrap();
+    assert!(!grants.contains("Flood"), "{grants}");
+    let clients =
+        std::fs::read_to_string(format!("{}/oauth-clients.json", server.data_dir)).unwrap();
+    assert!(clients.contains("Flood 0"), "{clients}");
+    session(&server, &access).await.unwrap();
+    let page = Browser::new(server.origin())
+        .authorize(&approved.query(&Pkce::new(), "notes:read"))
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+}
+
+#[tokio::test]
 async fn eleven_wrong_passwords_lock_the_account() {
     let server = LocalServer::start(&[]).await;
     let client = FlowClient::register(&server, "Client").await;

@@ -36,6 +36,7 @@ pub use accounts::{AccountBook, AccountError, AccountFile, AccountInfo, Password
 pub use grants::{AuthorizedClient, GrantBook, GrantFile};
 
 use self::authorize::Flows;
+use self::registration::RegistrationLimits;
 use self::sign_in_limits::SignInLimits;
 use self::signing_key::SigningKey;
 use super::oauth::JwtVerifier;
@@ -94,6 +95,7 @@ pub struct LocalAuthority {
     bound: OnceLock<Bound>,
     flows: Flows,
     sign_ins: SignInLimits,
+    registrations: RegistrationLimits,
     /// Places for password checks under way (argon2id: 19 MiB each).
     password_checks: Arc<tokio::sync::Semaphore>,
 }
@@ -121,6 +123,7 @@ impl LocalAuthority {
             bound: OnceLock::new(),
             flows: Flows::new()?,
             sign_ins: SignInLimits::default(),
+            registrations: RegistrationLimits::default(),
             password_checks: Arc::new(tokio::sync::Semaphore::new(PASSWORD_CHECKS_AT_ONCE)),
             settings,
         }))
