@@ -400,7 +400,7 @@ pub async fn sign_in(
     let password = form.get("password").cloned().unwrap_or_default();
     // Each check of a password costs 19 MiB and a thread for tens of milliseconds: a few at
     // a time, and no queue that a flood of posts could grow.
-    let Ok(_hashing) = Arc::clone(&authority.password_checks).try_acquire_owned() else {
+    let Some(place) = authority.password_checks.place() else {
         return pages::error_page(StatusCode::SERVICE_UNAVAILABLE, BUSY);
     };
     if !authority.sign_ins.begin(&account) {
@@ -408,11 +408,13 @@ pub async fn sign_in(
     }
     let checker = Arc::clone(&authority);
     let name = account.clone();
-    let signed_in =
-        tokio::task::spawn_blocking(move || checker.accounts.check_password(&name, &password))
-            .await
-            .ok()
-            .flatten();
+    let signed_in = authority
+        .password_checks
+        .run(place, move || {
+            checker.accounts.check_password(&name, &password)
+        })
+        .await
+        .flatten();
     let Some(stamp) = signed_in else {
         let problem = if authority.sign_ins.failed(&account) {
             LOCKED

@@ -18,6 +18,7 @@ pub mod client_metadata;
 pub mod grants;
 mod metadata;
 mod pages;
+mod password_checks;
 pub mod redirect_uri;
 mod registration;
 mod sign_in_limits;
@@ -36,6 +37,7 @@ pub use accounts::{AccountBook, AccountError, AccountFile, AccountInfo, Password
 pub use grants::{AuthorizedClient, GrantBook, GrantFile};
 
 use self::authorize::Flows;
+use self::password_checks::PasswordChecks;
 use self::registration::RegistrationLimits;
 use self::sign_in_limits::SignInLimits;
 use self::signing_key::SigningKey;
@@ -96,13 +98,9 @@ pub struct LocalAuthority {
     flows: Flows,
     sign_ins: SignInLimits,
     registrations: RegistrationLimits,
-    /// Places for password checks under way (argon2id: 19 MiB each).
-    password_checks: Arc<tokio::sync::Semaphore>,
+    /// The threads that check passwords (argon2id: 19 MiB each).
+    password_checks: PasswordChecks,
 }
-
-/// Password checks run at once, at most: more than the cores cannot go faster, and each holds
-/// argon2id's 19 MiB.
-const PASSWORD_CHECKS_AT_ONCE: usize = 8;
 
 impl LocalAuthority {
     /// Opens the accounts, grants and tokens of the data directory and its signing key (made
@@ -124,7 +122,7 @@ impl LocalAuthority {
             flows: Flows::new()?,
             sign_ins: SignInLimits::default(),
             registrations: RegistrationLimits::default(),
-            password_checks: Arc::new(tokio::sync::Semaphore::new(PASSWORD_CHECKS_AT_ONCE)),
+            password_checks: PasswordChecks::start()?,
             settings,
         }))
     }
