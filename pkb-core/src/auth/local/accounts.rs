@@ -10,7 +10,7 @@ use argon2::{Argon2, PasswordHasher, PasswordVerifier};
 use serde::{Deserialize, Serialize};
 
 use super::grants::GrantFile;
-use crate::auth::data_file::{self, Watched, valid_user_name};
+use crate::auth::data_file::{self, Watched, hex_sha256, valid_user_name};
 use crate::locks::lock;
 
 /// The file, in the data directory, that holds the accounts.
@@ -160,7 +160,9 @@ impl AccountFile {
         GrantFile::new(&self.dir).remove_account(name)
     }
 
-    /// Gives the account `name` a new password.
+    /// Gives the account `name` a new password and ends every grant of it, in running
+    /// servers too: a new password is what a person does when the old one may be known, and
+    /// the tokens signed in with it must not outlive it.
     pub fn set_password(&self, name: &str, password: &str) -> Result<(), AccountError> {
         let password = hash_password(password)?;
         self.change(|document| {
@@ -171,7 +173,11 @@ impl AccountFile {
                 .ok_or_else(|| AccountError::NotFound(name.to_owned()))?;
             account.password = password;
             Ok(())
-        })
+        })?;
+        // After the change, not before: a code redeemed meanwhile checks the password it was
+        // signed in with under the grants file's lock, so it either sees the new password
+        // and opens nothing, or opens its grant before this ends it.
+        GrantFile::new(&self.dir).remove_account(name)
     }
 
     /// Reads, changes and replaces the file under its lock.
@@ -275,9 +281,9 @@ impl AccountBook {
             .any(|a| a.name == name)
     }
 
-    /// Whether `password` is the account `name`'s. Slow by design (argon2id): run it off the
-    /// async threads.
-    pub fn check_password(&self, name: &str, password: &str) -> bool {
+    /// When `password` is the account `name`'s, the [`PasswordStamp`] of the password it
+    /// matched. Slow by design (argon2id): run it off the async threads.
+    pub fn check_password(&self, name: &str, password: &str) -> Option<PasswordStamp> {
         let stored = lock(&self.accounts)
             .current(true, load, Vec::new)
             .iter()
@@ -287,15 +293,31 @@ impl AccountBook {
         let hash = match (&stored, DECOY_HASH.as_ref()) {
             (Some(hash), _) => hash.as_str(),
             (None, Some(decoy)) => decoy.as_str(),
-            (None, None) => return false,
+            (None, None) => return None,
         };
         let matches = chars <= MAX_PASSWORD_CHARS
             && Argon2::default()
                 .verify_password(password.as_bytes(), hash)
                 .is_ok();
-        matches && stored.is_some()
+        stored
+            .filter(|_| matches)
+            .map(|hash| PasswordStamp(hex_sha256(&hash)))
+    }
+
+    /// Whether the account `name` still has the password of `stamp`, read from the file now:
+    /// neither deleted nor given a new password since.
+    pub fn still_has(&self, name: &str, stamp: &PasswordStamp) -> bool {
+        lock(&self.accounts)
+            .current(true, load, Vec::new)
+            .iter()
+            .any(|a| a.name == name && hex_sha256(&a.password) == stamp.0)
     }
 }
+
+/// Which password of an account a person signed in with (a hash of its stored hash): what
+/// they were given lasts only as long as that password does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PasswordStamp(pub(super) String);
 
 fn load(path: &Path) -> Result<Vec<StoredAccount>, AccountError> {
     Ok(read_document(path)?.accounts)
@@ -304,6 +326,25 @@ fn load(path: &Path) -> Result<Vec<StoredAccount>, AccountError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_password_ends_every_grant_of_the_account_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = AccountFile::new(dir.path());
+        file.create("alice", "correct horse battery").unwrap();
+        file.create("bob", "correct horse battery").unwrap();
+        let grants = GrantFile::new(dir.path());
+        for (account, client) in [("alice", "one"), ("alice", "two"), ("bob", "one")] {
+            grants
+                .open(account, client, "Client", "notes:read", || true)
+                .unwrap()
+                .unwrap();
+        }
+        assert_eq!(grants.clients_of("alice").unwrap().len(), 2);
+        file.set_password("alice", "another long password").unwrap();
+        assert!(grants.clients_of("alice").unwrap().is_empty());
+        assert_eq!(grants.clients_of("bob").unwrap().len(), 1, "bob's stay");
+    }
 
     #[test]
     fn accounts_keep_argon2id_hashes_and_check_passwords() {
@@ -322,13 +363,29 @@ mod tests {
         assert!(stored.contains("$argon2id$"), "{stored}");
         assert!(!stored.contains("correct horse"));
         let book = AccountBook::open(dir.path()).unwrap();
-        assert!(book.check_password("alice", "correct horse battery"));
-        assert!(!book.check_password("alice", "correct horse battery!"));
-        assert!(!book.check_password("nobody", "correct horse battery"));
+        let stamp = book
+            .check_password("alice", "correct horse battery")
+            .unwrap();
+        assert!(book.still_has("alice", &stamp));
+        assert!(
+            book.check_password("alice", "correct horse battery!")
+                .is_none()
+        );
+        assert!(
+            book.check_password("nobody", "correct horse battery")
+                .is_none()
+        );
         file.set_password("alice", "another long password").unwrap();
-        assert!(book.check_password("alice", "another long password"));
+        assert!(!book.still_has("alice", &stamp), "the old password is gone");
+        let stamp = book
+            .check_password("alice", "another long password")
+            .unwrap();
         file.delete("alice").unwrap();
-        assert!(!book.check_password("alice", "another long password"));
+        assert!(
+            book.check_password("alice", "another long password")
+                .is_none()
+        );
+        assert!(!book.still_has("alice", &stamp));
         assert!(matches!(
             file.delete("alice"),
             Err(AccountError::NotFound(_))

@@ -3,23 +3,31 @@
 //! shown on PKB's own error page (never redirected to); any other fault goes back to the
 //! client's redirect URI as RFC 6749 says. PKCE with S256 is required.
 //!
-//! A request waits in memory for the person, under an id that the forms carry with a CSRF
-//! token of their own and a secret in a cookie of the browser that started it: a form posted
-//! from another page, or another browser, is refused. The code an approval gives is single
-//! use, lives [`CODE_LIFETIME`], and is bound to the client, the redirect URI and the
+//! Until someone signs in, a request costs the server no memory: the sign-in form carries it
+//! as a [`Ticket`] signed with a key of this process, bound to a secret in a cookie of the
+//! browser that opened it, so that a flood of authorization links fills nothing that a
+//! person's sign-in would then find full. Once signed in, it waits in memory for the
+//! approval under an id that the consent form carries with a CSRF token of its own: a form
+//! posted from another page, or another browser, is refused. The code an approval gives is
+//! single use, lives [`CODE_LIFETIME`], and is bound to the client, the redirect URI and the
 //! challenge.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use http::header::{COOKIE, LOCATION, SET_COOKIE};
 use http::{HeaderMap, HeaderValue, StatusCode, Uri};
+use ring::hmac;
+use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
+use super::accounts::PasswordStamp;
 use super::pages::{self, ConsentView};
 use super::registration::MAX_CLIENT_NAME_CHARS;
 use super::{LocalAuthority, client_metadata, parameters, redirect_uri};
@@ -32,8 +40,14 @@ pub const CODE_LIFETIME: Duration = Duration::from_secs(60);
 /// How long a person has to sign in and approve.
 pub const REQUEST_LIFETIME: Duration = Duration::from_secs(10 * 60);
 
-/// The most requests waiting at once.
+/// The most signed-in requests waiting for an approval at once.
 const MAX_WAITING: usize = 10_000;
+
+/// The most signed-in requests one account may have waiting: past it, its oldest gives way.
+pub const MAX_WAITING_PER_ACCOUNT: usize = 16;
+
+/// The largest sealed [`Ticket`]: the sign-in form must post it back under the body limit.
+const MAX_TICKET_BYTES: usize = 16 * 1024;
 
 /// How long a redeemed code is remembered, so that its second use ends what it gave.
 const REDEEMED_REMEMBERED: Duration = Duration::from_secs(10 * 60);
@@ -41,7 +55,7 @@ const REDEEMED_REMEMBERED: Duration = Duration::from_secs(10 * 60);
 const BROWSER_COOKIE: &str = "pkb_oauth_browser";
 
 /// The client of a request, as checked.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CheckedClient {
     /// Its id.
     pub client_id: String,
@@ -51,18 +65,79 @@ pub struct CheckedClient {
     pub redirect_uri: String,
     /// Whether the request named it (the token request must then name it too).
     pub redirect_uri_given: bool,
+    /// Whether it is described by a metadata document at its `client_id` URL; if not, it
+    /// registered itself, and its name and redirect URIs are only its own word.
+    pub document: bool,
 }
 
-/// A request waiting for the person.
-struct Waiting {
+impl CheckedClient {
+    /// How the pages name it.
+    fn shown(&self) -> pages::ClientName<'_> {
+        pages::ClientName {
+            name: &self.client_name,
+            claimed: !self.document,
+        }
+    }
+}
+
+/// A checked authorization request on its way to a sign-in, carried by the sign-in form.
+#[derive(Serialize, Deserialize)]
+struct Ticket {
     client: CheckedClient,
     state: Option<String>,
     challenge: String,
     scope: String,
     write: bool,
+    /// The sign-in form's CSRF token.
     csrf: String,
+    /// SHA-256 of the browser cookie of the browser that opened the request.
     browser: String,
-    account: Option<String>,
+    /// Seconds since the epoch.
+    expires: u64,
+}
+
+impl Ticket {
+    /// The ticket as the form carries it: its JSON and its HMAC-SHA256 under `key`, base64url.
+    fn seal(&self, key: &hmac::Key) -> Option<String> {
+        let json = serde_json::to_vec(self).ok()?;
+        let tag = hmac::sign(key, &json);
+        let sealed = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(&json),
+            URL_SAFE_NO_PAD.encode(tag.as_ref())
+        );
+        (sealed.len() <= MAX_TICKET_BYTES).then_some(sealed)
+    }
+
+    /// The ticket `sealed` carries, when `key` made it and it has not expired.
+    fn open(sealed: &str, key: &hmac::Key) -> Option<Self> {
+        let (json, tag) = sealed.split_once('.')?;
+        let json = URL_SAFE_NO_PAD.decode(json).ok()?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
+        hmac::verify(key, &json, &tag).ok()?;
+        let ticket: Self = serde_json::from_slice(&json).ok()?;
+        (ticket.expires > unix_now()).then_some(ticket)
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A signed-in request waiting for the person's approval.
+struct Waiting {
+    client: CheckedClient,
+    state: Option<String>,
+    challenge: String,
+    scope: String,
+    csrf: String,
+    /// SHA-256 of the browser cookie.
+    browser: String,
+    /// The account signed in, and the password it signed in with.
+    account: String,
+    password: PasswordStamp,
     expires: Instant,
 }
 
@@ -80,11 +155,25 @@ pub struct IssuedCode {
     pub challenge: String,
     /// The account that approved.
     pub account: String,
+    /// The password it signed in with: the code is good only while the account keeps it.
+    pub password: PasswordStamp,
     /// The scope approved, space-separated.
     pub scope: String,
     expires: Instant,
-    /// Once redeemed: the grant it opened, if any.
-    redeemed: Option<Option<String>>,
+    spending: Spending,
+}
+
+/// How far a code has been spent.
+#[derive(Clone)]
+enum Spending {
+    Unspent,
+    /// Taken for redemption, its grant not yet opened; `again` once it was presented again
+    /// meanwhile, so that the grant it is about to open is ended as soon as it is.
+    Redeeming {
+        again: bool,
+    },
+    /// Redeemed: the grant it opened, if any.
+    Redeemed(Option<String>),
 }
 
 /// What became of a code presented at the token endpoint.
@@ -98,13 +187,25 @@ pub enum Redemption {
 }
 
 /// The requests waiting and the codes issued, of this process.
-#[derive(Default)]
 pub struct Flows {
+    /// Signs the tickets of this process's sign-in forms.
+    tickets: hmac::Key,
     waiting: Mutex<HashMap<String, Waiting>>,
     codes: Mutex<HashMap<String, IssuedCode>>,
 }
 
 impl Flows {
+    /// No request and no code yet, and a new key for the tickets.
+    pub fn new() -> Result<Self, String> {
+        let tickets = hmac::Key::generate(hmac::HMAC_SHA256, &ring::rand::SystemRandom::new())
+            .map_err(|_| "cannot make the sign-in forms' key: no randomness".to_owned())?;
+        Ok(Self {
+            tickets,
+            waiting: Mutex::default(),
+            codes: Mutex::default(),
+        })
+    }
+
     /// Takes the code `code` for redemption, spending it whatever follows.
     pub fn redeem(&self, code: &str) -> Redemption {
         let now = Instant::now();
@@ -113,10 +214,14 @@ impl Flows {
         let Some(issued) = codes.get_mut(&hex_sha256(code)) else {
             return Redemption::Unknown;
         };
-        if let Some(grant) = &issued.redeemed {
-            return Redemption::Spent(grant.clone());
+        match &mut issued.spending {
+            Spending::Unspent => issued.spending = Spending::Redeeming { again: false },
+            Spending::Redeeming { again } => {
+                *again = true;
+                return Redemption::Spent(None);
+            }
+            Spending::Redeemed(grant) => return Redemption::Spent(grant.clone()),
         }
-        issued.redeemed = Some(None);
         if now >= issued.expires {
             return Redemption::Unknown;
         }
@@ -127,17 +232,26 @@ impl Flows {
             redirect_uri_given: issued.redirect_uri_given,
             challenge: issued.challenge.clone(),
             account: issued.account.clone(),
+            password: issued.password.clone(),
             scope: issued.scope.clone(),
             expires: issued.expires,
-            redeemed: None,
+            spending: Spending::Unspent,
         })
     }
 
-    /// Records the grant that redeeming `code` opened.
-    pub fn opened(&self, code: &str, grant: &str) {
-        if let Some(issued) = lock(&self.codes).get_mut(&hex_sha256(code)) {
-            issued.redeemed = Some(Some(grant.to_owned()));
-        }
+    /// Records the grant that redeeming `code` opened; whether it may stand. It may not when
+    /// the code was presented again while the grant was being opened: two uses at the same
+    /// moment end what the code gave, as two uses one after the other do (RFC 6749 section
+    /// 4.1.2).
+    #[must_use = "a grant that may not stand must be ended"]
+    pub fn opened(&self, code: &str, grant: &str) -> bool {
+        let mut codes = lock(&self.codes);
+        let Some(issued) = codes.get_mut(&hex_sha256(code)) else {
+            return false;
+        };
+        let again = matches!(issued.spending, Spending::Redeeming { again: true });
+        issued.spending = Spending::Redeemed(Some(grant.to_owned()));
+        !again
     }
 }
 
@@ -157,7 +271,18 @@ pub async fn start(
         Err(why) => return pages::error_page(StatusCode::BAD_REQUEST, &why),
     };
     let state = parameters.get("state").cloned();
+    // Anyone may register a client with any redirect URI: sending errors there would make
+    // PKB an open redirector (RFC 9700 section 4.11.2), a link on PKB's host that lands on
+    // the attacker's. Only a client whose redirect URIs its own host published, or one a
+    // person has approved, hears of its errors at its redirect URI.
+    let trusted = client.document || authority.grants.approved(&client.client_id);
     let back = |error: &str, description: &str| {
+        if !trusted {
+            return pages::error_page(
+                StatusCode::BAD_REQUEST,
+                &format!("The application's request cannot be taken ({error}): {description}."),
+            );
+        }
         redirect(
             &authority,
             &client.redirect_uri,
@@ -212,40 +337,28 @@ pub async fn start(
     let browser = cookie(&headers, BROWSER_COOKIE)
         .filter(|value| value.len() == 43 && value.bytes().all(is_base64url))
         .map(str::to_owned);
-    let (Ok(id), Ok(csrf), Ok(new_browser)) =
-        (random_secret(32), random_secret(32), random_secret(32))
-    else {
+    let (Ok(csrf), Ok(new_browser)) = (random_secret(32), random_secret(32)) else {
         return pages::error_page(StatusCode::INTERNAL_SERVER_ERROR, "no randomness");
     };
     let set_cookie = browser.is_none();
     let browser = browser.unwrap_or(new_browser);
-    let client_name = client.client_name.clone();
-    {
-        let now = Instant::now();
-        let mut waiting = lock(&authority.flows.waiting);
-        waiting.retain(|_, w| w.expires > now);
-        if waiting.len() >= MAX_WAITING {
-            return pages::error_page(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too many sign-ins under way; try again in a few minutes",
-            );
-        }
-        waiting.insert(
-            id.clone(),
-            Waiting {
-                client,
-                state,
-                challenge: challenge.clone(),
-                scope,
-                write,
-                csrf: csrf.clone(),
-                browser: browser.clone(),
-                account: None,
-                expires: now + REQUEST_LIFETIME,
-            },
+    let ticket = Ticket {
+        client,
+        state,
+        challenge: challenge.clone(),
+        scope,
+        write,
+        csrf,
+        browser: hex_sha256(&browser),
+        expires: unix_now() + REQUEST_LIFETIME.as_secs(),
+    };
+    let Some(sealed) = ticket.seal(&authority.flows.tickets) else {
+        return pages::error_page(
+            StatusCode::BAD_REQUEST,
+            "The application's request is too long.",
         );
-    }
-    let mut response = pages::sign_in(&client_name, &id, &csrf, "", None);
+    };
+    let mut response = pages::sign_in(ticket.client.shown(), &sealed, &ticket.csrf, "", None);
     if set_cookie {
         let secure = authority
             .bound()
@@ -267,67 +380,100 @@ pub async fn sign_in(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let (form, id, waiting) = match step(&authority, &body, &headers, |_| true) {
-        Ok(step) => step,
-        Err(response) => return response,
+    let form = match parameters(&body) {
+        Ok(form) => form,
+        Err(why) => return pages::error_page(StatusCode::BAD_REQUEST, &why),
     };
-    let (client_name, csrf) = (waiting.client.client_name, waiting.csrf);
+    let Some((id, ticket)) = ticket_of(&authority, &form, &headers) else {
+        return refused();
+    };
+    let csrf = ticket.csrf.clone();
+    let client_name = ticket.client.shown();
     let account = form
         .get("account")
         .map(|a| a.trim().to_owned())
         .unwrap_or_default();
     if !valid_user_name(&account) {
         // No account has such a name; nor is it worth remembering, or showing back.
-        return pages::sign_in(&client_name, &id, &csrf, "", Some(WRONG));
+        return pages::sign_in(client_name, &id, &csrf, "", Some(WRONG));
     }
     let password = form.get("password").cloned().unwrap_or_default();
     // Each check of a password costs 19 MiB and a thread for tens of milliseconds: a few at
     // a time, and no queue that a flood of posts could grow.
-    let Ok(_hashing) = Arc::clone(&authority.password_checks).try_acquire_owned() else {
+    let Some(place) = authority.password_checks.place() else {
         return pages::error_page(StatusCode::SERVICE_UNAVAILABLE, BUSY);
     };
     if !authority.sign_ins.begin(&account) {
-        return pages::sign_in(&client_name, &id, &csrf, &account, Some(LOCKED));
+        return pages::sign_in(client_name, &id, &csrf, &account, Some(LOCKED));
     }
     let checker = Arc::clone(&authority);
     let name = account.clone();
-    let signed_in =
-        tokio::task::spawn_blocking(move || checker.accounts.check_password(&name, &password))
-            .await
-            .unwrap_or(false);
-    if !signed_in {
+    let signed_in = authority
+        .password_checks
+        .run(place, move || {
+            checker.accounts.check_password(&name, &password)
+        })
+        .await
+        .flatten();
+    let Some(stamp) = signed_in else {
         let problem = if authority.sign_ins.failed(&account) {
             LOCKED
         } else {
             WRONG
         };
-        return pages::sign_in(&client_name, &id, &csrf, &account, Some(problem));
-    }
+        return pages::sign_in(client_name, &id, &csrf, &account, Some(problem));
+    };
     if !authority.sign_ins.succeeded(&account) {
-        return pages::sign_in(&client_name, &id, &csrf, &account, Some(LOCKED));
+        return pages::sign_in(client_name, &id, &csrf, &account, Some(LOCKED));
     }
-    let Ok(next_csrf) = random_secret(32) else {
+    let (Ok(waiting_id), Ok(next_csrf)) = (random_secret(32), random_secret(32)) else {
         return pages::error_page(StatusCode::INTERNAL_SERVER_ERROR, "no randomness");
     };
-    let mut waiting = lock(&authority.flows.waiting);
-    let Some(request) = waiting.get_mut(&id) else {
-        return pages::error_page(StatusCode::BAD_REQUEST, EXPIRED);
-    };
-    request.account = Some(account.clone());
-    request.csrf.clone_from(&next_csrf);
     let view = ConsentView {
-        client_name: &request.client.client_name,
-        client_id: &request.client.client_id,
-        redirect_uri: &request.client.redirect_uri,
-        write: request.write,
+        client: ticket.client.shown(),
+        client_id: &ticket.client.client_id,
+        redirect_uri: &ticket.client.redirect_uri,
+        write: ticket.write,
         account: &account,
     };
-    pages::consent(&view, &id, &next_csrf)
+    let page = pages::consent(&view, &waiting_id, &next_csrf);
+    let now = Instant::now();
+    let mut waiting = lock(&authority.flows.waiting);
+    waiting.retain(|_, w| w.expires > now);
+    // Only a correct password gets here, so a flood can only be an account's own: it pushes
+    // out that account's oldest requests, and nobody else's.
+    let mine: Vec<(Instant, String)> = waiting
+        .iter()
+        .filter(|(_, w)| w.account == account)
+        .map(|(id, w)| (w.expires, id.clone()))
+        .collect();
+    if mine.len() >= MAX_WAITING_PER_ACCOUNT
+        && let Some((_, oldest)) = mine.iter().min()
+    {
+        waiting.remove(oldest);
+    }
+    if waiting.len() >= MAX_WAITING {
+        return pages::error_page(StatusCode::SERVICE_UNAVAILABLE, BUSY);
+    }
+    waiting.insert(
+        waiting_id,
+        Waiting {
+            client: ticket.client,
+            state: ticket.state,
+            challenge: ticket.challenge,
+            scope: ticket.scope,
+            csrf: next_csrf,
+            browser: ticket.browser,
+            account,
+            password: stamp,
+            expires: now + REQUEST_LIFETIME,
+        },
+    );
+    page
 }
 
 const WRONG: &str = "The account name or the password is wrong.";
 const LOCKED: &str = "Too many failed sign-ins for this account: try again in 15 minutes.";
-const EXPIRED: &str = "This sign-in has expired or was already used.";
 const BUSY: &str = "Too many sign-ins at once: try again in a moment.";
 
 /// `POST /oauth/consent`.
@@ -336,16 +482,14 @@ pub async fn consent(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let (form, id, _) = match step(&authority, &body, &headers, |w| w.account.is_some()) {
-        Ok(step) => step,
-        Err(response) => return response,
+    let form = match parameters(&body) {
+        Ok(form) => form,
+        Err(why) => return pages::error_page(StatusCode::BAD_REQUEST, &why),
     };
-    let Some(request) = lock(&authority.flows.waiting).remove(&id) else {
-        return pages::error_page(StatusCode::BAD_REQUEST, EXPIRED);
+    let Some(request) = waiting_of(&authority, &form, &headers) else {
+        return refused();
     };
-    let Some(account) = request.account else {
-        return pages::error_page(StatusCode::BAD_REQUEST, EXPIRED);
-    };
+    let (account, password) = (request.account, request.password);
     let state = request.state.as_deref();
     if form.get("decision").map(String::as_str) != Some("allow") {
         return redirect(
@@ -370,9 +514,10 @@ pub async fn consent(
             redirect_uri_given: request.client.redirect_uri_given,
             challenge: request.challenge,
             account,
+            password,
             scope: request.scope,
             expires: Instant::now() + CODE_LIFETIME,
-            redeemed: None,
+            spending: Spending::Unspent,
         },
     );
     redirect(
@@ -383,48 +528,47 @@ pub async fn consent(
     )
 }
 
-/// The form a step posted (`body`), the id of the waiting request it continues and what the
-/// step needs of that request, when the id, the CSRF token and the browser cookie all match
-/// and `ready` holds of it; else PKB's error page.
-#[allow(clippy::result_large_err, reason = "the refusal is the page itself")]
-fn step(
-    authority: &LocalAuthority,
-    body: &[u8],
-    headers: &HeaderMap,
-    ready: impl Fn(&Waiting) -> bool,
-) -> Result<(HashMap<String, String>, String, WaitingView), Response> {
-    let form = parameters(body).map_err(|why| pages::error_page(StatusCode::BAD_REQUEST, &why))?;
-    let refused = || {
-        pages::error_page(
-            StatusCode::FORBIDDEN,
-            "This form cannot be taken: it is not the one PKB showed this browser, or it has expired. Start again from the application.",
-        )
-    };
-    let id = form.get("request").ok_or_else(refused)?;
-    let csrf = form.get("csrf").ok_or_else(refused)?;
-    let browser = cookie(headers, BROWSER_COOKIE).ok_or_else(refused)?;
-    let waiting = lock(&authority.flows.waiting);
-    let request = waiting.get(id.as_str()).ok_or_else(refused)?;
-    let fits = bool::from(request.csrf.as_bytes().ct_eq(csrf.as_bytes()))
-        && bool::from(request.browser.as_bytes().ct_eq(browser.as_bytes()))
-        && request.expires > Instant::now()
-        && ready(request);
-    if !fits {
-        return Err(refused());
-    }
-    let view = WaitingView {
-        client: request.client.clone(),
-        csrf: request.csrf.clone(),
-    };
-    let id = id.clone();
-    drop(waiting);
-    Ok((form, id, view))
+/// The refusal of a form that is not the one PKB showed this browser.
+fn refused() -> Response {
+    pages::error_page(
+        StatusCode::FORBIDDEN,
+        "This form cannot be taken: it is not the one PKB showed this browser, or it has expired. Start again from the application.",
+    )
 }
 
-/// What a step needs of its waiting request, copied out of the lock.
-struct WaitingView {
-    client: CheckedClient,
-    csrf: String,
+/// The ticket a sign-in `form` carries (and the form's `request` field), when this process
+/// signed it, it has not expired, and its CSRF token and browser cookie match.
+fn ticket_of(
+    authority: &LocalAuthority,
+    form: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Option<(String, Ticket)> {
+    let sealed = form.get("request")?;
+    let csrf = form.get("csrf")?;
+    let browser = hex_sha256(cookie(headers, BROWSER_COOKIE)?);
+    let ticket = Ticket::open(sealed, &authority.flows.tickets)?;
+    let fits = bool::from(ticket.csrf.as_bytes().ct_eq(csrf.as_bytes()))
+        && bool::from(ticket.browser.as_bytes().ct_eq(browser.as_bytes()));
+    fits.then(|| (sealed.clone(), ticket))
+}
+
+/// The signed-in request a consent `form` continues, taken out of the waiting ones, when its
+/// id, CSRF token and browser cookie match and it has not expired.
+fn waiting_of(
+    authority: &LocalAuthority,
+    form: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Option<Waiting> {
+    let id = form.get("request")?;
+    let csrf = form.get("csrf")?;
+    let browser = hex_sha256(cookie(headers, BROWSER_COOKIE)?);
+    let mut waiting = lock(&authority.flows.waiting);
+    let request = waiting.get(id.as_str())?;
+    let fits = bool::from(request.csrf.as_bytes().ct_eq(csrf.as_bytes()))
+        && bool::from(request.browser.as_bytes().ct_eq(browser.as_bytes()))
+        && request.expires > Instant::now();
+    // Taken only when it fits: a forged post must not end the person's request.
+    fits.then(|| waiting.remove(id.as_str()))?
 }
 
 /// The client and redirect URI of a request, checked; why not, for PKB's error page.
@@ -435,7 +579,8 @@ async fn check_client(
     let client_id = parameters
         .get("client_id")
         .ok_or("The application sent no client_id.")?;
-    let (client_name, redirect_uris) = if client_metadata::is_document_url(client_id) {
+    let document = client_metadata::is_document_url(client_id);
+    let (client_name, redirect_uris) = if document {
         let document =
             client_metadata::fetch(client_id, authority.settings.allow_local_clients).await?;
         let host = url::Url::parse(client_id)
@@ -475,6 +620,7 @@ async fn check_client(
         client_name,
         redirect_uri,
         redirect_uri_given: given,
+        document,
     })
 }
 
@@ -539,7 +685,43 @@ fn is_base64url(byte: u8) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::shows_as_written;
+    use super::*;
+
+    fn issue(flows: &Flows, code: &str) {
+        lock(&flows.codes).insert(
+            hex_sha256(code),
+            IssuedCode {
+                client_id: "client".into(),
+                client_name: "Client".into(),
+                redirect_uri: "http://127.0.0.1/cb".into(),
+                redirect_uri_given: true,
+                challenge: String::new(),
+                account: "alice".into(),
+                password: PasswordStamp(String::new()),
+                scope: "notes:read".into(),
+                expires: Instant::now() + CODE_LIFETIME,
+                spending: Spending::Unspent,
+            },
+        );
+    }
+
+    #[test]
+    fn a_code_presented_again_while_its_grant_opens_ends_that_grant() {
+        let flows = Flows::new().unwrap();
+        issue(&flows, "raced");
+        assert!(matches!(flows.redeem("raced"), Redemption::Fresh(_)));
+        assert!(
+            matches!(flows.redeem("raced"), Redemption::Spent(None)),
+            "the second use, before the first has opened its grant"
+        );
+        assert!(!flows.opened("raced", "g1"), "the grant may not stand");
+        assert!(matches!(flows.redeem("raced"), Redemption::Spent(Some(g)) if g == "g1"));
+
+        issue(&flows, "once");
+        assert!(matches!(flows.redeem("once"), Redemption::Fresh(_)));
+        assert!(flows.opened("once", "g2"), "used once: it stands");
+        assert!(matches!(flows.redeem("once"), Redemption::Spent(Some(g)) if g == "g2"));
+    }
 
     #[test]
     fn a_client_name_that_would_not_read_as_written_is_not_shown() {

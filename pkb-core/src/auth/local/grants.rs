@@ -1,12 +1,15 @@
-//! What PKB's authorization server remembers on disk, in `oauth-grants.json` in the data
-//! directory: the clients that registered themselves (RFC 7591), and the grants, one for each
-//! approval a person gave a client, with the hash of its current refresh token.
+//! What PKB's authorization server remembers on disk, in the data directory: the grants in
+//! `oauth-grants.json`, one for each approval a person gave a client, with the hash of its
+//! current refresh token; and apart from them, in `oauth-clients.json`, the clients that
+//! registered themselves (RFC 7591). Registration is open to anyone: kept apart, it never makes
+//! the file that every server reads again at each change, and at each unknown grant, larger.
 //!
 //! A grant is a family of tokens: its access tokens carry its id (claim `grant`) and every
 //! running server checks, at each request, that the grant still exists, so that ending one at
 //! a terminal (`account revoke`), by revocation (RFC 7009), by a refresh token used twice or
 //! a code used twice ends its tokens everywhere within a second.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -24,7 +27,11 @@ pub const GRANTS_FILE: &str = "oauth-grants.json";
 /// How long a refresh token lasts.
 pub const REFRESH_TOKEN_LIFETIME_SECS: u64 = 30 * 24 * 60 * 60;
 
-/// The most clients kept registered: registration is open to anyone, so the oldest give way.
+/// The file, in the data directory, of the clients that registered themselves.
+pub const CLIENTS_FILE: &str = "oauth-clients.json";
+
+/// The most clients kept registered: registration is open to anyone, so past it the oldest
+/// that no person has approved give way. A client with a grant never does.
 pub const MAX_REGISTERED_CLIENTS: usize = 1000;
 
 /// The most spent refresh tokens a grant remembers, to tell a reuse from a forgery.
@@ -75,10 +82,18 @@ struct Grant {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct GrantsDocument {
     version: u32,
-    #[serde(default)]
+    /// Clients registered before they had a file of their own: still found, never added to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     clients: Vec<RegisteredClient>,
     #[serde(default)]
     grants: Vec<Grant>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct ClientsDocument {
+    version: u32,
+    #[serde(default)]
+    clients: Vec<RegisteredClient>,
 }
 
 /// Tokens issued for a grant.
@@ -121,30 +136,62 @@ impl GrantFile {
         self.dir.join(GRANTS_FILE)
     }
 
-    /// Registers `client`, the oldest giving way past [`MAX_REGISTERED_CLIENTS`].
+    /// Registers `client`; past [`MAX_REGISTERED_CLIENTS`], the oldest that have no grant
+    /// give way.
     pub fn register(&self, client: RegisteredClient) -> Result<(), AccountError> {
-        self.change(|document| {
-            document.clients.push(client);
-            let excess = document
-                .clients
-                .len()
-                .saturating_sub(MAX_REGISTERED_CLIENTS);
-            document.clients.drain(..excess);
-            Ok(())
-        })
+        let path = self.dir.join(CLIENTS_FILE);
+        let io = |source| AccountError::Io {
+            path: path.clone(),
+            source,
+        };
+        let _lock = data_file::lock(&self.dir, "oauth-clients.lock").map_err(io)?;
+        let mut document = read_clients(&path)?;
+        document.clients.push(client);
+        let mut excess = document
+            .clients
+            .len()
+            .saturating_sub(MAX_REGISTERED_CLIENTS);
+        if excess > 0 {
+            // Read without the grants' lock: the file is replaced whole, and a grant opened
+            // meanwhile is of a client the person just approved, which is among the newest.
+            let approved: HashSet<String> = read_document(&self.path())?
+                .grants
+                .into_iter()
+                .map(|g| g.client_id)
+                .collect();
+            document.clients.retain(|c| {
+                let gives_way = excess > 0 && !approved.contains(&c.client_id);
+                excess -= usize::from(gives_way);
+                !gives_way
+            });
+        }
+        let mut text = serde_json::to_string_pretty(&document)
+            .map_err(std::io::Error::other)
+            .map_err(io)?;
+        text.push('\n');
+        data_file::replace(&self.dir, CLIENTS_FILE, &text).map_err(io)
     }
 
-    /// Starts a grant of `account` to a client; its first refresh token.
+    /// Starts a grant of `account` to a client, when `signed_in` still holds under the file's
+    /// lock; its first refresh token. The check runs under the lock because `account delete`
+    /// and `account password` end the account's grants under it: a grant opened on a
+    /// password that has just changed would otherwise outlive it.
     pub fn open(
         &self,
         account: &str,
         client_id: &str,
         client_name: &str,
         scope: &str,
-    ) -> Result<Issued, AccountError> {
+        signed_in: impl FnOnce() -> bool,
+    ) -> Result<Option<Issued>, AccountError> {
         let id = random_secret(16).map_err(|e| self.io(e))?;
         let refresh_token = refresh_token(&id).map_err(|e| self.io(e))?;
+        let mut opened = false;
         self.change(|document| {
+            if !signed_in() {
+                return Ok(());
+            }
+            opened = true;
             document.grants.push(Grant {
                 id: id.clone(),
                 account: account.to_owned(),
@@ -158,12 +205,12 @@ impl GrantFile {
             });
             Ok(())
         })?;
-        Ok(Issued {
+        Ok(opened.then(|| Issued {
             grant: id,
             account: account.to_owned(),
             scope: scope.to_owned(),
             refresh_token,
-        })
+        }))
     }
 
     /// Spends `token` for `client_id` and gives the grant's next refresh token. A token spent
@@ -322,6 +369,18 @@ fn grant_of_refresh_token(token: &str) -> Option<&str> {
     (!grant.is_empty() && !secret.is_empty()).then_some(grant)
 }
 
+fn read_clients(path: &Path) -> Result<ClientsDocument, AccountError> {
+    read_json(
+        path,
+        "clients",
+        |d: &ClientsDocument| d.version,
+        || ClientsDocument {
+            version: 1,
+            ..ClientsDocument::default()
+        },
+    )
+}
+
 fn read_document(path: &Path) -> Result<GrantsDocument, AccountError> {
     read_json(
         path,
@@ -343,14 +402,17 @@ fn unix_now() -> u64 {
 /// A running server's view of the grants file: read again when it changes.
 pub struct GrantBook {
     document: Mutex<Watched<GrantsDocument>>,
+    clients: Mutex<Watched<ClientsDocument>>,
 }
 
 impl GrantBook {
     /// Reads the grants of the data directory `dir`.
     pub fn open(dir: &Path) -> Result<Self, AccountError> {
         let document = Watched::open(dir.join(GRANTS_FILE), read_document)?;
+        let clients = Watched::open(dir.join(CLIENTS_FILE), read_clients)?;
         Ok(Self {
             document: Mutex::new(document),
+            clients: Mutex::new(clients),
         })
     }
 
@@ -369,14 +431,32 @@ impl GrantBook {
             || holds(document.current(true, read_document, GrantsDocument::default))
     }
 
+    /// Whether a person has approved the client `client_id`: one of its grants is alive.
+    pub fn approved(&self, client_id: &str) -> bool {
+        lock(&self.document)
+            .current(false, read_document, GrantsDocument::default)
+            .grants
+            .iter()
+            .any(|g| g.client_id == client_id)
+    }
+
     /// The registered client `client_id`, read afresh when the file changed.
     pub fn client(&self, client_id: &str) -> Option<RegisteredClient> {
-        lock(&self.document)
-            .current(true, read_document, GrantsDocument::default)
-            .clients
-            .iter()
-            .find(|c| c.client_id == client_id)
-            .cloned()
+        let find = |clients: &[RegisteredClient]| {
+            clients.iter().find(|c| c.client_id == client_id).cloned()
+        };
+        find(
+            &lock(&self.clients)
+                .current(true, read_clients, ClientsDocument::default)
+                .clients,
+        )
+        .or_else(|| {
+            find(
+                &lock(&self.document)
+                    .current(false, read_document, GrantsDocument::default)
+                    .clients,
+            )
+        })
     }
 }
 
@@ -384,13 +464,52 @@ impl GrantBook {
 mod tests {
     use super::*;
 
+    fn client(n: usize) -> RegisteredClient {
+        RegisteredClient {
+            client_id: format!("pkbc_{n}"),
+            client_name: None,
+            redirect_uris: vec!["http://127.0.0.1/cb".into()],
+            registered_at: String::new(),
+        }
+    }
+
+    #[test]
+    fn registrations_are_kept_apart_and_never_push_out_an_approved_client() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = GrantFile::new(dir.path());
+        file.register(client(0)).unwrap();
+        file.open("alice", "pkbc_0", "Client", "notes:read", || true)
+            .unwrap()
+            .unwrap();
+        for n in 1..=MAX_REGISTERED_CLIENTS + 5 {
+            file.register(client(n)).unwrap();
+        }
+        let book = GrantBook::open(dir.path()).unwrap();
+        assert!(book.client("pkbc_0").is_some(), "approved: kept");
+        assert!(
+            book.client("pkbc_1").is_none(),
+            "the oldest unapproved gave way"
+        );
+        assert!(
+            book.client(&format!("pkbc_{}", MAX_REGISTERED_CLIENTS + 5))
+                .is_some()
+        );
+        let grants = std::fs::read_to_string(dir.path().join(GRANTS_FILE)).unwrap();
+        assert!(
+            !grants.contains("pkbc_1\""),
+            "no registration in the grants file"
+        );
+        assert!(grants.len() < 2000, "{} bytes", grants.len());
+    }
+
     #[test]
     fn refresh_tokens_rotate_and_a_reuse_ends_the_grant() {
         let dir = tempfile::tempdir().unwrap();
         let file = GrantFile::new(dir.path());
         let book = GrantBook::open(dir.path()).unwrap();
         let first = file
-            .open("alice", "client", "Client", "notes:read")
+            .open("alice", "client", "Client", "notes:read", || true)
+            .unwrap()
             .unwrap();
         assert!(
             book.is_alive(&first.grant, "alice") || {

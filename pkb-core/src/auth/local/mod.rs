@@ -18,6 +18,7 @@ pub mod client_metadata;
 pub mod grants;
 mod metadata;
 mod pages;
+mod password_checks;
 pub mod redirect_uri;
 mod registration;
 mod sign_in_limits;
@@ -32,10 +33,12 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 
-pub use accounts::{AccountBook, AccountError, AccountFile, AccountInfo};
+pub use accounts::{AccountBook, AccountError, AccountFile, AccountInfo, PasswordStamp};
 pub use grants::{AuthorizedClient, GrantBook, GrantFile};
 
 use self::authorize::Flows;
+use self::password_checks::PasswordChecks;
+use self::registration::RegistrationLimits;
 use self::sign_in_limits::SignInLimits;
 use self::signing_key::SigningKey;
 use super::oauth::JwtVerifier;
@@ -94,13 +97,10 @@ pub struct LocalAuthority {
     bound: OnceLock<Bound>,
     flows: Flows,
     sign_ins: SignInLimits,
-    /// Places for password checks under way (argon2id: 19 MiB each).
-    password_checks: Arc<tokio::sync::Semaphore>,
+    registrations: RegistrationLimits,
+    /// The threads that check passwords (argon2id: 19 MiB each).
+    password_checks: PasswordChecks,
 }
-
-/// Password checks run at once, at most: more than the cores cannot go faster, and each holds
-/// argon2id's 19 MiB.
-const PASSWORD_CHECKS_AT_ONCE: usize = 8;
 
 impl LocalAuthority {
     /// Opens the accounts, grants and tokens of the data directory and its signing key (made
@@ -119,9 +119,10 @@ impl LocalAuthority {
             grants,
             tokens,
             bound: OnceLock::new(),
-            flows: Flows::default(),
+            flows: Flows::new()?,
             sign_ins: SignInLimits::default(),
-            password_checks: Arc::new(tokio::sync::Semaphore::new(PASSWORD_CHECKS_AT_ONCE)),
+            registrations: RegistrationLimits::default(),
+            password_checks: PasswordChecks::start()?,
             settings,
         }))
     }

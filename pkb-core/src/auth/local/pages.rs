@@ -96,9 +96,41 @@ fn step_fields(request: &str, csrf: &str) -> String {
     )
 }
 
+/// How the pages name a client.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientName<'a> {
+    /// The name, as the client gave it (for a metadata document, with its host).
+    pub name: &'a str,
+    /// Whether the name is only what the client says of itself: a dynamically registered
+    /// client may call itself anything, `Claude (claude.ai)` included.
+    pub claimed: bool,
+}
+
+impl ClientName<'_> {
+    /// The name as HTML, marked as the client's own claim when it is one; `opening` when it
+    /// starts a sentence.
+    fn html(&self, opening: bool) -> String {
+        if self.claimed {
+            format!(
+                "{} application that calls itself <strong>“{}”</strong> (its own claim, not verified by PKB)",
+                if opening { "An" } else { "an" },
+                escape(self.name)
+            )
+        } else {
+            format!("<strong>{}</strong>", escape(self.name))
+        }
+    }
+}
+
+/// `uri` as the pages show it: parsed and written out again, so that a host is shown in ASCII
+/// (punycode: `xn--pple-43d.com`, not a look-alike `аpple.com` in Cyrillic letters).
+pub fn shown_url(uri: &str) -> String {
+    url::Url::parse(uri).map_or_else(|_| uri.to_owned(), String::from)
+}
+
 /// The sign-in page of an authorization request; `problem` says why the last try failed.
 pub fn sign_in(
-    client_name: &str,
+    client: ClientName<'_>,
     request: &str,
     csrf: &str,
     account: &str,
@@ -116,12 +148,12 @@ pub fn sign_in(
         status,
         "Sign in",
         &format!(
-            "<h1>Sign in to PKB</h1><p><strong>{client}</strong> asks to use your notes. Sign in first.</p>{problem}\
+            "<h1>Sign in to PKB</h1><p>{client} asks to use your notes. Sign in first.</p>{problem}\
 <form method=\"post\" action=\"{SIGN_IN_PATH}\">{fields}\
 <label for=\"account\">Account</label><input type=\"text\" id=\"account\" name=\"account\" value=\"{account}\" autocomplete=\"username\" autocapitalize=\"none\" required autofocus>\
 <label for=\"password\">Password</label><input type=\"password\" id=\"password\" name=\"password\" autocomplete=\"current-password\" required>\
 <button type=\"submit\">Sign in</button></form>",
-            client = escape(client_name),
+            client = client.html(true),
             fields = step_fields(request, csrf),
             account = escape(account),
         ),
@@ -130,8 +162,8 @@ pub fn sign_in(
 
 /// What the consent page shows of a client.
 pub struct ConsentView<'a> {
-    /// Its name, as it gave it.
-    pub client_name: &'a str,
+    /// Its name.
+    pub client: ClientName<'a>,
     /// Its id (for a metadata document, the URL it is described at).
     pub client_id: &'a str,
     /// Where it will send the person.
@@ -153,17 +185,18 @@ pub fn consent(view: &ConsentView<'_>, request: &str, csrf: &str) -> Response {
         StatusCode::OK,
         "Allow access",
         &format!(
-            "<h1>Allow {client} to {access}?</h1>\
+            "<h1>Allow {title} to {access}?</h1>\
 <p>Signed in as <strong>{account}</strong>.</p>\
 <p>{client} (client <span class=\"where\">{client_id}</span>) will be able to {access} until you revoke it with <code>pkb-server account revoke</code>.</p>\
 <p>Then you will be sent to <span class=\"where\">{redirect}</span>.</p>\
 <form method=\"post\" action=\"{CONSENT_PATH}\">{fields}\
 <button type=\"submit\" name=\"decision\" value=\"allow\">Allow</button>\
 <button type=\"submit\" name=\"decision\" value=\"deny\">Deny</button></form>",
-            client = escape(view.client_name),
-            client_id = escape(view.client_id),
+            title = view.client.html(false),
+            client = view.client.html(true),
+            client_id = escape(&shown_url(view.client_id)),
             account = escape(view.account),
-            redirect = escape(view.redirect_uri),
+            redirect = escape(&shown_url(view.redirect_uri)),
             fields = step_fields(request, csrf),
         ),
     )
@@ -182,6 +215,30 @@ pub async fn stylesheet() -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_are_shown_in_ascii_and_a_registered_name_as_a_claim() {
+        let view = ConsentView {
+            client: ClientName {
+                name: "Claude (claude.ai)",
+                claimed: true,
+            },
+            client_id: "pkbc_x",
+            redirect_uri: "https://\u{430}pple.com/callback",
+            write: false,
+            account: "alice",
+        };
+        let page = consent(&view, "r", "c");
+        let body =
+            futures::executor::block_on(axum::body::to_bytes(page.into_body(), 1 << 20)).unwrap();
+        let body = String::from_utf8(body.to_vec()).unwrap();
+        assert!(body.contains("https://xn--pple-43d.com/callback"), "{body}");
+        assert!(!body.contains('\u{430}'), "{body}");
+        assert!(
+            body.contains("calls itself <strong>“Claude (claude.ai)”</strong> (its own claim, not verified by PKB)"),
+            "{body}"
+        );
+    }
 
     #[test]
     fn escaping_covers_markup_and_quotes() {

@@ -201,20 +201,27 @@ async fn redeem_code(
         ));
     }
     let (account, name, scope) = (issued.account, issued.client_name, issued.scope);
-    if !authority.accounts.exists(&account) {
-        // Deleted since it signed in: no grant may outlive the account, nor wait for a new
-        // account of the same name.
-        return Err(Refusal::new(
-            "invalid_grant",
-            "the account no longer exists",
-        ));
-    }
-    let client = client_id.to_owned();
+    let (client, checker) = (client_id.to_owned(), Arc::clone(authority));
     let opened = on_grant_file(authority, move |file| {
-        file.open(&account, &client, &name, &scope)
+        // Deleted or given a new password since it signed in: no grant may outlive the
+        // password, nor wait for a new account of the same name.
+        let signed_in = || checker.accounts.still_has(&account, &issued.password);
+        file.open(&account, &client, &name, &scope, signed_in)
     })
-    .await?;
-    authority.flows.opened(code, &opened.grant);
+    .await?
+    .ok_or(Refusal::new(
+        "invalid_grant",
+        "the account no longer exists",
+    ))?;
+    if !authority.flows.opened(code, &opened.grant) {
+        tracing::warn!(
+            client_id,
+            "a code was used twice at once; ending the grant it opened"
+        );
+        let grant = opened.grant.clone();
+        on_grant_file(authority, move |file| file.end(&grant)).await?;
+        return Err(bad_code);
+    }
     Ok(opened)
 }
 

@@ -80,7 +80,10 @@ impl Listener {
             if let Err(error) = tcp.set_nodelay(true) {
                 tracing::debug!(%error, "cannot set TCP_NODELAY");
             }
-            let service = TowerToHyperService::new(router.clone());
+            let service = TowerToHyperService::new(WithPeer {
+                router: router.clone(),
+                peer,
+            });
             let builder = {
                 let mut builder = http1::Builder::new();
                 builder
@@ -128,5 +131,36 @@ impl Listener {
             }
         }
         graceful
+    }
+}
+
+/// The router, each request told the address it came from (axum's `ConnectInfo`): what the
+/// authorization server counts its open registrations by.
+#[derive(Clone)]
+struct WithPeer {
+    router: Router,
+    peer: std::net::SocketAddr,
+}
+
+impl<B> tower_service::Service<http::Request<B>> for WithPeer
+where
+    Router: tower_service::Service<http::Request<B>>,
+{
+    type Response = <Router as tower_service::Service<http::Request<B>>>::Response;
+    type Error = <Router as tower_service::Service<http::Request<B>>>::Error;
+    type Future = <Router as tower_service::Service<http::Request<B>>>::Future;
+
+    fn poll_ready(
+        &mut self,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        tower_service::Service::<http::Request<B>>::poll_ready(&mut self.router, context)
+    }
+
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(self.peer));
+        self.router.call(request)
     }
 }
