@@ -14,6 +14,27 @@ use super::encoder::MeaningError;
 /// How long one request may take: a batch of passages on a slow local model included.
 const PATIENCE: Duration = Duration::from_secs(30);
 
+/// The longest vector assumed before the endpoint's first answer says its length: above the
+/// 3,072 of the largest hosted models.
+const MAX_DIMENSIONS: usize = 8_192;
+
+/// The most bytes one number takes in an answer: `-1.2345678901234567e-10,` with room to spare.
+const BYTES_PER_NUMBER: usize = 32;
+
+/// Room for each vector's object around its numbers (`{"object":"embedding","index":31,...}`).
+const BYTES_PER_VECTOR: usize = 1_024;
+
+/// The least an answer may take, whatever the batch: its list's own fields, a usage count.
+const ANSWER_FLOOR: usize = 1024 * 1024;
+
+/// The most bytes an answer to `texts` texts can need, with vectors of `dimensions` numbers
+/// (or [`MAX_DIMENSIONS`] before the first answer): an endpoint that sends more is refused
+/// before it is read, so a broken or hostile one cannot fill the server's memory.
+fn answer_limit(texts: usize, dimensions: Option<usize>) -> usize {
+    let per_vector = dimensions.unwrap_or(MAX_DIMENSIONS) * BYTES_PER_NUMBER + BYTES_PER_VECTOR;
+    texts.saturating_mul(per_vector).max(ANSWER_FLOOR)
+}
+
 /// An embeddings endpoint and the model asked of it.
 #[derive(Debug)]
 pub struct EmbeddingsEndpoint {
@@ -113,7 +134,7 @@ impl EmbeddingsEndpoint {
         if let Some(key) = &self.key {
             request = request.bearer_auth(key);
         }
-        let response = request.send().await.map_err(|e| {
+        let mut response = request.send().await.map_err(|e| {
             if e.is_timeout() {
                 failed(format!("did not answer within {} s", PATIENCE.as_secs()))
             } else {
@@ -125,10 +146,34 @@ impl EmbeddingsEndpoint {
         if !status.is_success() {
             return Err(failed(format!("answered {status}")));
         }
-        let answer: Answer = response.json().await.map_err(|e| {
-            let e = e.without_url();
-            failed(format!("answered something other than embeddings ({e})"))
-        })?;
+        let limit = answer_limit(texts.len(), self.dimensions.get().copied());
+        let too_large = || {
+            let s = if texts.len() == 1 { "" } else { "s" };
+            failed(format!(
+                "answered more than {limit} bytes for {} text{s}",
+                texts.len()
+            ))
+        };
+        if response
+            .content_length()
+            .is_some_and(|length| length > limit as u64)
+        {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        loop {
+            let chunk = response.chunk().await.map_err(|e| {
+                let e = e.without_url();
+                failed(format!("broke off its answer ({e})"))
+            })?;
+            let Some(chunk) = chunk else { break };
+            if body.len() + chunk.len() > limit {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let answer: Answer = serde_json::from_slice(&body)
+            .map_err(|e| failed(format!("answered something other than embeddings ({e})")))?;
         if answer.data.len() != texts.len() {
             return Err(failed(format!(
                 "answered {} vectors for {} texts",
@@ -215,6 +260,71 @@ mod tests {
         assert_eq!(refused, "ftp://x: must be an http or https URL");
         let unreadable = EmbeddingsEndpoint::new("http://[KEY-123", "m", None).unwrap_err();
         shows_no_credentials(&unreadable);
+    }
+
+    /// A local endpoint whose every answer is a good embedding followed by `padding` bytes of
+    /// white space, with or without a `Content-Length`; its URL.
+    async fn answering_padded(padding: usize, with_length: bool) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut request = [0; 4096];
+                    let _ = socket.read(&mut request).await;
+                    let head = br#"{"data":[{"embedding":[1.0,0.5],"index":0}]"#;
+                    let length = match with_length {
+                        true => format!("Content-Length: {}\r\n", head.len() + padding + 1),
+                        false => String::new(),
+                    };
+                    let header = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{length}Connection: close\r\n\r\n"
+                    );
+                    let _ = socket.write_all(header.as_bytes()).await;
+                    let _ = socket.write_all(head).await;
+                    let spaces = vec![b' '; 64 * 1024];
+                    for _ in 0..padding / spaces.len() {
+                        if socket.write_all(&spaces).await.is_err() {
+                            return;
+                        }
+                    }
+                    let _ = socket.write_all(b"}").await;
+                });
+            }
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn an_answer_larger_than_the_batch_can_need_is_refused() {
+        let huge = 64 * 1024 * 1024;
+        for with_length in [true, false] {
+            let endpoint =
+                EmbeddingsEndpoint::new(&answering_padded(huge, with_length).await, "m", None)
+                    .unwrap();
+            let error = endpoint
+                .embed(vec!["x".to_owned()])
+                .await
+                .unwrap_err()
+                .to_string();
+            let limit = answer_limit(1, None);
+            assert!(
+                error.contains(&format!("answered more than {limit} bytes for 1 text")),
+                "{error}"
+            );
+        }
+        let endpoint =
+            EmbeddingsEndpoint::new(&answering_padded(4096, false).await, "m", None).unwrap();
+        let vectors = endpoint.embed(vec!["x".to_owned()]).await.unwrap();
+        assert_eq!(vectors.len(), 1, "an answer within the bound is read");
+    }
+
+    #[test]
+    fn the_bound_grows_with_the_batch_and_its_vectors() {
+        assert_eq!(answer_limit(1, Some(384)), ANSWER_FLOOR);
+        assert!(answer_limit(32, None) > 32 * 8192 * 20);
+        assert!(answer_limit(32, Some(3072)) < answer_limit(32, None));
     }
 
     #[tokio::test]
