@@ -239,3 +239,83 @@ fn prompt_arguments_match_their_validation() {
         assert_eq!(missing.is_err(), !required.is_empty());
     }
 }
+
+/// The places where a bare boolean is a keyword's value rather than a schema standing alone.
+const BOOLEAN_VALUED: [&str; 4] = [
+    "additionalProperties",
+    "unevaluatedProperties",
+    "additionalItems",
+    "unevaluatedItems",
+];
+
+/// Where `schema` breaks the MCP Inspector's `--strict` portability rules: a `type` array, or
+/// a bare `true` or `false` where a schema object is expected.
+fn unportable(schema: &Value, path: &str, keyword: Option<&str>, found: &mut Vec<String>) {
+    match schema {
+        Value::Bool(_) if keyword.is_some_and(|k| BOOLEAN_VALUED.contains(&k)) => {}
+        Value::Bool(b) => found.push(format!("{path}: bare `{b}`")),
+        Value::Object(object) => {
+            if let Some(Value::Array(kinds)) = object.get("type") {
+                found.push(format!("{path}: type {kinds:?}"));
+            }
+            for (key, value) in object {
+                match (key.as_str(), value) {
+                    (
+                        "properties" | "patternProperties" | "dependentSchemas" | "$defs",
+                        Value::Object(map),
+                    ) => {
+                        for (name, sub) in map {
+                            unportable(sub, &format!("{path}.{key}.{name}"), Some(key), found);
+                        }
+                    }
+                    ("allOf" | "anyOf" | "oneOf" | "prefixItems", Value::Array(list)) => {
+                        for (i, sub) in list.iter().enumerate() {
+                            unportable(sub, &format!("{path}.{key}[{i}]"), Some(key), found);
+                        }
+                    }
+                    (
+                        "items"
+                        | "contains"
+                        | "not"
+                        | "if"
+                        | "then"
+                        | "else"
+                        | "propertyNames"
+                        | "additionalProperties"
+                        | "unevaluatedProperties",
+                        sub,
+                    ) => unportable(sub, &format!("{path}.{key}"), Some(key), found),
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `tools/list` passes the Inspector's `--strict` check: clients that map schemas onto a
+/// single-type dialect (Gemini's function declarations) take every tool.
+#[test]
+fn every_schema_is_portable() {
+    let registry = Registry::new(pkb_core::notes_declarations()).unwrap();
+    let mut found = Vec::new();
+    for tool in registry.tools() {
+        let input = Value::Object((*tool.input_schema).clone());
+        unportable(
+            &input,
+            &format!("{}.inputSchema", tool.name),
+            None,
+            &mut found,
+        );
+        if let Some(output) = &tool.output_schema {
+            let output = Value::Object((**output).clone());
+            unportable(
+                &output,
+                &format!("{}.outputSchema", tool.name),
+                None,
+                &mut found,
+            );
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}

@@ -10,12 +10,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use rmcp::RoleClient;
+use rmcp::service::RunningService;
 use serde_json::{Value, json};
-use support::{Client, call, connect, structured, temp_store};
+use support::{RecordingClient, call, connect, structured, temp_store};
 
 /// How the endpoint answers.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -33,6 +35,8 @@ type Asked = (String, Option<String>, usize);
 struct Endpoint {
     behaviour: Arc<Mutex<Behaviour>>,
     asked: Arc<Mutex<Vec<Asked>>>,
+    /// Each request's query string.
+    queries: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 fn bag_of_words(text: &str, size: usize) -> Vec<f32> {
@@ -53,9 +57,11 @@ fn bag_of_words(text: &str, size: usize) -> Vec<f32> {
 
 async fn embeddings(
     State(endpoint): State<Endpoint>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     Json(body): Json<Value>,
 ) -> Response {
+    endpoint.queries.lock().unwrap().push(query);
     let behaviour = *endpoint.behaviour.lock().unwrap();
     let inputs: Vec<String> = body["input"]
         .as_array()
@@ -90,6 +96,7 @@ async fn start_endpoint() -> (String, Endpoint) {
     let endpoint = Endpoint {
         behaviour: Arc::new(Mutex::new(Behaviour::Good)),
         asked: Arc::default(),
+        queries: Arc::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
@@ -100,7 +107,10 @@ async fn start_endpoint() -> (String, Endpoint) {
     (url, endpoint)
 }
 
-async fn meaning(client: &Client, query: &str) -> Result<Vec<String>, String> {
+async fn meaning(
+    client: &RunningService<RoleClient, RecordingClient>,
+    query: &str,
+) -> Result<Vec<String>, String> {
     let result = call(client, "search", json!({"query": query, "mode": "meaning"})).await;
     if result.is_error == Some(true) {
         return Err(support::text(&result));
@@ -113,7 +123,7 @@ async fn meaning(client: &Client, query: &str) -> Result<Vec<String>, String> {
         .collect())
 }
 
-async fn until_first(client: &Client, query: &str, id: &str) {
+async fn until_first(client: &RunningService<RoleClient, RecordingClient>, query: &str, id: &str) {
     let start = Instant::now();
     loop {
         let found = meaning(client, query).await;
@@ -131,7 +141,7 @@ async fn until_first(client: &Client, query: &str, id: &str) {
     }
 }
 
-async fn write(client: &Client, title: &str, body: &str) {
+async fn write(client: &RunningService<RoleClient, RecordingClient>, title: &str, body: &str) {
     structured(&call(client, "write", json!({"title": title, "body": body})).await);
 }
 
@@ -216,6 +226,61 @@ async fn a_change_of_model_makes_every_note_s_vectors_again() {
     until_first(&client, "topic3", "note-3").await;
     // Every note embedded again by the new model (plus the queries).
     assert!(texts_for("model-b") >= 5 + 2, "{}", texts_for("model-b"));
+}
+
+/// A key in the URL's query (as some hosted endpoints take it) goes with every request, after
+/// the `/embeddings` path; no client and no log line is ever shown it.
+#[tokio::test]
+async fn a_key_in_the_url_is_sent_and_never_shown() {
+    let (url, endpoint) = start_endpoint().await;
+    let (_dir, db) = temp_store();
+    let with_key = format!("{url}?api-key=KEY-123");
+    let args = [
+        "--db",
+        db.as_str(),
+        "--no-seed",
+        "--embeddings-url",
+        with_key.as_str(),
+        "--embeddings-model",
+        "m",
+    ];
+    let server = support::HttpServerProcess::start_with_env(&args, &[("RUST_LOG", "debug")]).await;
+    let client = support::connect_http(
+        RecordingClient::new(support::Sampling::Unsupported),
+        &server.url,
+        None,
+    )
+    .await;
+    write(
+        &client,
+        "Telescope night",
+        "saturn rings jupiter moons observatory",
+    )
+    .await;
+    until_first(&client, "observatory saturn", "telescope-night").await;
+    let queries = endpoint.queries.lock().unwrap().clone();
+    assert!(
+        queries
+            .iter()
+            .all(|q| q.as_deref() == Some("api-key=KEY-123")),
+        "{queries:?}"
+    );
+
+    *endpoint.behaviour.lock().unwrap() = Behaviour::Down;
+    let error = meaning(&client, "saturn").await.unwrap_err();
+    assert!(
+        error.contains(&format!(
+            "the embeddings endpoint {url}/embeddings answered 503"
+        )),
+        "{error}"
+    );
+    assert!(!error.contains("KEY-123"), "{error}");
+    let logged = server.stderr.lock().unwrap().join("\n");
+    assert!(
+        logged.contains("answered 503"),
+        "the failure is logged: {logged}"
+    );
+    assert!(!logged.contains("KEY-123"), "{logged}");
 }
 
 #[tokio::test]

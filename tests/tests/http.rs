@@ -259,6 +259,40 @@ async fn past_max_sessions_initialize_gets_503_and_open_sessions_go_on() {
     }
 }
 
+/// The first `initialize` of a client, without a session yet, that cannot be read: -32602
+/// naming the field, with its id and 200, as stdio answers it (rmcp took it for another
+/// request without a session: 400 `Session ID is required`). No session is opened for it.
+#[tokio::test]
+async fn an_initialize_without_client_info_is_answered_as_on_stdio() {
+    let server = HttpServerProcess::start(&["--memory", "--max-sessions", "1"]).await;
+    let raw = RawHttp::new(&server.url, None);
+    for (n, params) in [
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}}),
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"version": "1"}}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let body = json!({"jsonrpc": "2.0", "id": 70 + n, "method": "initialize", "params": params});
+        let answer = RawHttp::send(raw.post_builder(&body)).await;
+        assert_eq!(answer.status, 200, "{body} -> {answer:?}");
+        assert_eq!(answer.error_code(), -32602, "{body} -> {answer:?}");
+        let message = answer.message.as_ref().unwrap();
+        assert_eq!(message["id"], 70 + n, "{answer:?}");
+        let missing = if n == 0 { "`clientInfo`" } else { "`name`" };
+        assert!(
+            message["error"]["message"].as_str().unwrap().contains(&format!("missing field {missing}")),
+            "{answer:?}"
+        );
+        assert_eq!(answer.header("mcp-session-id"), None, "{answer:?}");
+    }
+    let mut good = RawHttp::new(&server.url, None);
+    assert!(
+        good.initialize().await.status.is_success(),
+        "the one session's place is free"
+    );
+}
+
 #[tokio::test]
 async fn a_body_that_is_not_json_gets_a_parse_error_and_the_server_goes_on() {
     let server = HttpServerProcess::start(&["--memory"]).await;

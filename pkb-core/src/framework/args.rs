@@ -281,6 +281,28 @@ fn trim_strings(value: &mut Value) {
 /// schema and in the rule its violations are told.
 pub(crate) fn schema_settings() -> schemars::generate::SchemaSettings {
     schemars::generate::SchemaSettings::draft2020_12()
+        .with_transform(schemars::transform::RecursiveTransform(without_null_type))
+}
+
+/// An `Option<T>` argument as `T`: it is optional by being left out of `required`, and a
+/// `type: [T, "null"]` is refused by clients that map schemas onto a single-type dialect
+/// (the MCP Inspector's `--strict` check warns of it). A `null` sent is still taken as absent.
+fn without_null_type(schema: &mut Schema) {
+    if let Some(object) = schema.as_object_mut() {
+        single_type(object);
+    }
+}
+
+/// `object`'s `type` without `"null"`: see [`schema_settings`]. The generator's transforms
+/// reach only definitions, so the input schema applies it to each argument's own schema too.
+pub(crate) fn single_type(object: &mut Map<String, Value>) {
+    if let Some(Value::Array(kinds)) = object.get_mut("type") {
+        kinds.retain(|kind| kind != "null");
+        if let [kind] = kinds.as_slice() {
+            let kind = kind.clone();
+            object.insert("type".into(), kind);
+        }
+    }
 }
 
 /// "must be a string", "must be an array of strings", ... from the type's own schema.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use rmcp::model::JsonObject;
 use serde_json::{Map, Value, json};
 
-use super::args::{ArgSpec, schema_settings};
+use super::args::{ArgSpec, schema_settings, single_type};
 
 /// The `inputSchema` object for `specs`: every rule of every argument is stated here.
 pub fn input_schema(specs: &[ArgSpec]) -> Arc<JsonObject> {
@@ -22,6 +22,7 @@ pub fn input_schema(specs: &[ArgSpec]) -> Arc<JsonObject> {
                 object
             }
         };
+        single_type(&mut property);
         property.insert("description".into(), json!(spec.description));
         if let Some(header) = spec.header {
             property.insert("x-mcp-header".into(), json!(header));

@@ -98,7 +98,9 @@ fn describe(error: &ValidationError<'_>, schema: &Value, invalid: &mut InvalidAr
         ValidationErrorKind::Type {
             kind: TypeKind::Single(expected),
         } => invalid.push(named(&at), format!("must be of type {expected}")),
-        ValidationErrorKind::FalseSchema => {
+        // `{"not": {}}` is the always-false schema as an object, which portable schemas use
+        // in place of a bare `false`.
+        ValidationErrorKind::FalseSchema | ValidationErrorKind::Not { .. } => {
             let rule = match given_with(&schema_path) {
                 Some(other) => format!("cannot be given with {other}"),
                 None => "not allowed".to_owned(),

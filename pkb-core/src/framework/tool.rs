@@ -142,7 +142,9 @@ pub trait ToolOutput {
 
 impl<T: Serialize + JsonSchema + 'static> ToolOutput for T {
     fn output_schema() -> Option<Arc<JsonObject>> {
-        Some(rmcp::handler::server::tool::schema_for_output::<T>())
+        let mut schema = (*rmcp::handler::server::tool::schema_for_output::<T>()).clone();
+        schema.values_mut().for_each(single_types);
+        Some(Arc::new(schema))
     }
 
     fn into_call_result(self, text: Option<String>) -> CallToolResult {
@@ -239,6 +241,28 @@ impl ToolOutput for Contents {
             blocks.insert(0, ContentBlock::text(text));
         }
         CallToolResult::success(blocks)
+    }
+}
+
+/// `schema` with each `type: [A, B]` (an output's `Option<T>`, which may be `null`) as
+/// `anyOf: [{type: A}, {type: B}]`: one `type` per schema, as clients that map schemas onto a
+/// single-type dialect need (the MCP Inspector's `--strict` check).
+fn single_types(schema: &mut serde_json::Value) {
+    use serde_json::Value;
+    match schema {
+        Value::Object(object) => {
+            if let Some(Value::Array(kinds)) = object.get("type") {
+                let branches = kinds
+                    .iter()
+                    .map(|kind| serde_json::json!({ "type": kind }))
+                    .collect();
+                object.remove("type");
+                object.insert("anyOf".into(), Value::Array(branches));
+            }
+            object.values_mut().for_each(single_types);
+        }
+        Value::Array(items) => items.iter_mut().for_each(single_types),
+        _ => {}
     }
 }
 

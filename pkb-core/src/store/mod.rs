@@ -17,8 +17,8 @@ pub mod sqlite;
 
 pub use engine::NoteEngine;
 pub use history::{
-    ChangeKind, NoteVersion, Provenance, Purged, RecentChange, UNKNOWN_CLIENT, VersionLookup,
-    VersionSummary,
+    ChangeKind, MAX_BY_CHARS, NoteVersion, Provenance, Purged, RecentChange, UNKNOWN_CLIENT,
+    VersionLookup, VersionSummary,
 };
 pub use seed::{SEED_NOTES, SEEDED_BY};
 
@@ -339,11 +339,19 @@ impl Store {
     }
 
     /// A handle on the same store whose changes are recorded as made by `by`: a client's
-    /// `<name> <version>`, or `pkb-server import`.
+    /// `<name> <version>`, or `pkb-server import`. Only its first [`MAX_BY_CHARS`] characters
+    /// are kept.
     pub fn changed_by(&self, by: impl Into<Arc<str>>) -> Store {
+        let by: Arc<str> = by.into();
+        let kept = history::bounded_by(&by);
+        let by = if kept.len() == by.len() {
+            by
+        } else {
+            Arc::from(kept)
+        };
         Store {
             engine: Arc::clone(&self.engine),
-            by: by.into(),
+            by,
             vectors: Arc::clone(&self.vectors),
         }
     }

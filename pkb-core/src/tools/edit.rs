@@ -168,6 +168,12 @@ fn edited_text(output: &EditOutput) -> String {
 /// The body changes, of which one at most may be given.
 const BODY_CHANGES: [&str; 4] = ["append", "prepend", "replace", "section"];
 
+/// The schema no value meets, as an object: a bare `false` is refused by clients that map
+/// schemas onto a single-type dialect (the MCP Inspector's `--strict` check).
+fn never() -> Value {
+    json!({"not": {}})
+}
+
 /// The rules across `edit`'s arguments, in its input schema: at least one change, at most one
 /// change of the body, and `tags` without `add_tags` or `remove_tags`.
 fn one_change_at_a_time() -> Value {
@@ -177,13 +183,13 @@ fn one_change_at_a_time() -> Value {
     let mut excluded = serde_json::Map::new();
     excluded.insert(
         "tags".to_owned(),
-        json!({"properties": {"add_tags": false, "remove_tags": false}}),
+        json!({"properties": {"add_tags": never(), "remove_tags": never()}}),
     );
     for change in BODY_CHANGES {
         let others: serde_json::Map<String, Value> = BODY_CHANGES
             .into_iter()
             .filter(|other| *other != change)
-            .map(|other| (other.to_owned(), Value::Bool(false)))
+            .map(|other| (other.to_owned(), never()))
             .collect();
         excluded.insert(change.to_owned(), json!({ "properties": others }));
     }

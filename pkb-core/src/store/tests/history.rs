@@ -54,6 +54,22 @@ on_both_backends! {
         );
     }
 
+    async fn a_clients_name_is_kept_to_its_first_200_characters() {
+        // Three bytes a character, so a cut by bytes would split one.
+        let name = "\u{20ac}".repeat(1_000_000);
+        let store = empty().await.changed_by(format!("{name} 1.0"));
+        store.put(draft("n", "N", &[], "one"), PutMode::CreateOnly).await.unwrap();
+        let edit = NoteEdit { title: Some("M".to_owned()), ..NoteEdit::default() };
+        store.edit("n", &edit, None).await.unwrap();
+        let history = store.history("n", 10).await.unwrap().unwrap();
+        let kept = "\u{20ac}".repeat(MAX_BY_CHARS);
+        assert_eq!(summary(&history), [(2, ChangeKind::Edited, kept.as_str()), (1, ChangeKind::Created, kept.as_str())]);
+        let recent = store.recent_changes(1).await.unwrap();
+        assert_eq!(recent[0].by, kept);
+        let short = store.changed_by("claude-ai 1.2");
+        assert_eq!(short.changes_by(), "claude-ai 1.2", "a name within the bound is kept whole");
+    }
+
     async fn a_replace_at_a_version_loses_nothing_made_meanwhile() {
         let store = empty().await;
         store.put(draft("n", "N", &[], "one"), PutMode::CreateOnly).await.unwrap();

@@ -417,8 +417,15 @@ impl Gate {
             (next.run(request).await, None)
         };
         if let Some(sent) = &passage.sent {
+            // An `initialize` opening a session that rmcp cannot read as one (no `clientInfo`)
+            // it takes for another request without a session, and answers 400 `Session ID is
+            // required` once its own checks (Accept, Content-Type, headers) have passed.
+            let unread_initialize =
+                passage.reservation.is_some() && response.status() == StatusCode::BAD_REQUEST;
             response = match &passage.bad_params {
-                Some(why) if response.status().is_success() => unreadable::answer(sent, why),
+                Some(why) if response.status().is_success() || unread_initialize => {
+                    unreadable::answer(sent, why)
+                }
                 _ => unreadable::mend(response, sent, passage.sent_as_json).await,
             };
         }
