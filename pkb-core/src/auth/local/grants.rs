@@ -432,12 +432,14 @@ impl GrantBook {
     }
 
     /// Whether a person has approved the client `client_id`: one of its grants is alive.
+    /// A client not found is looked for again in the file as it is now: an approval made a
+    /// moment ago (by this process or another) counts at once.
     pub fn approved(&self, client_id: &str) -> bool {
-        lock(&self.document)
-            .current(false, read_document, GrantsDocument::default)
-            .grants
-            .iter()
-            .any(|g| g.client_id == client_id)
+        let mut document = lock(&self.document);
+        let holds =
+            |document: &GrantsDocument| document.grants.iter().any(|g| g.client_id == client_id);
+        holds(document.current(false, read_document, GrantsDocument::default))
+            || holds(document.current(true, read_document, GrantsDocument::default))
     }
 
     /// The registered client `client_id`, read afresh when the file changed.
