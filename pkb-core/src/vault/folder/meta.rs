@@ -46,7 +46,13 @@ pub fn open(root: &Path) -> Result<Meta, StoreError> {
         path: meta.clone(),
         source: Box::new(error),
     };
-    std::fs::create_dir_all(&meta).map_err(cannot)?;
+    // Only `.pkb` itself is made: a vault's folder that went is never made again here.
+    match std::fs::create_dir(&meta) {
+        Err(error) if error.kind() != std::io::ErrorKind::AlreadyExists => {
+            return Err(cannot(error));
+        }
+        _ => {}
+    }
     let ignore = meta.join(".gitignore");
     if !ignore.exists() {
         // git and sync tools leave PKB's own files alone.

@@ -179,7 +179,9 @@ impl Folder {
     /// it is dropped. What another process recorded meanwhile is read first.
     pub(super) async fn turn(&self) -> Result<Turn<'_>, StoreError> {
         let mut turn = self.turn_lock.take().await?;
-        if meta::identity_of(&self.root) != Some(*lock(&self.identity)) {
+        // A vault whose whole folder is out of sight (an unmounted disk, a folder moved) is
+        // not made again where it was: the look at the files waits for it to come back.
+        if self.root.is_dir() && meta::identity_of(&self.root) != Some(*lock(&self.identity)) {
             self.make_meta_again(&mut turn).await?;
         }
         lock(&self.index).refresh()?;
