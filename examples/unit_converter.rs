@@ -4,9 +4,8 @@
 //! `cargo run -p pkb-examples --example unit_converter`. Its code uses only what
 //! `pkb-core` offers without features (`default-features = false`): no HTTP, no store.
 
-use pkb_core::transport::LineTransport;
+use pkb_core::transport::stdio;
 use pkb_core::{McpServer, Registry, Stateless, ToolError, declarations, pkb_tool};
-use rmcp::ServiceExt;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -144,7 +143,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let app = Stateless::new("unit-converter", env!("CARGO_PKG_VERSION"))
         .with_instructions("Converts lengths, masses and temperatures between units.");
     let server = McpServer::new(registry, app);
-    let transport = LineTransport::new(tokio::io::stdin(), tokio::io::stdout());
-    server.serve(transport).await?.waiting().await?;
+    let stop = std::future::pending();
+    stdio::serve(&server, tokio::io::stdin(), tokio::io::stdout(), stop).await?;
     Ok(())
 }

@@ -4,9 +4,8 @@
 //! `cargo run -p pkb-examples --example word_count -- --memory` (or `-- path/to/store.db`).
 
 use pkb_core::store::sqlite;
-use pkb_core::transport::{InlineToolCalls, LineTransport};
+use pkb_core::transport::stdio;
 use pkb_core::{McpServer, NotesApp, Registry, declarations};
-use rmcp::ServiceExt;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -22,11 +21,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ];
     let registry = Registry::new(tools)?;
     let server = McpServer::new(registry, NotesApp::Shared(store));
-    // Tool calls answered in the transport, once the client has initialized, skip a task and a
-    // channel hop each in rmcp's service loop.
-    let inline_tool_calls = InlineToolCalls::new(server.clone());
-    let transport = LineTransport::new(tokio::io::stdin(), tokio::io::stdout())
-        .with_inline_tool_calls(inline_tool_calls);
-    server.serve(transport).await?.waiting().await?;
+    // Until stdin ends: no other reason to stop.
+    let stop = std::future::pending();
+    stdio::serve(&server, tokio::io::stdin(), tokio::io::stdout(), stop).await?;
     Ok(())
 }

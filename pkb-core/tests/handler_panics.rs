@@ -48,20 +48,10 @@ async fn a_panicking_tool_becomes_an_error_result() {
     assert_ne!(fine.is_error, Some(true));
 }
 
+/// Calls the panicking tool, then `fetch`, through a real client over stdio's transport.
 #[tokio::test]
-async fn a_test_only_server_survives_a_panicking_tool() {
-    serve_a_panicking_tool(false).await;
-}
-
-#[tokio::test]
-async fn a_server_answering_calls_in_its_transport_survives_a_panicking_tool() {
-    serve_a_panicking_tool(true).await;
-}
-
-/// Calls the panicking tool, then `fetch`, through a real client; `direct` answers the calls
-/// in the transport instead of rmcp's loop.
-async fn serve_a_panicking_tool(direct: bool) {
-    use pkb_core::transport::{InlineToolCalls, LineTransport};
+async fn a_server_survives_a_panicking_tool() {
+    use pkb_core::transport::stdio;
     use pkb_core::{Declarations, McpServer, NotesApp};
     use rmcp::ServiceExt;
     use rmcp::model::CallToolRequestParams;
@@ -74,14 +64,9 @@ async fn serve_a_panicking_tool(direct: bool) {
         Registry::new(declarations).unwrap(),
         NotesApp::Shared(sqlite::open_in_memory(true).unwrap()),
     );
-    let mut transport = LineTransport::new(server_read, server_write);
-    if direct {
-        transport = transport.with_inline_tool_calls(InlineToolCalls::new(server.clone()));
-    }
     tokio::spawn(async move {
-        if let Ok(running) = server.serve(transport).await {
-            let _ = running.waiting().await;
-        }
+        let stop = std::future::pending();
+        stdio::serve(&server, server_read, server_write, stop).await
     });
     let client = ().serve(tokio::io::split(client_side)).await.unwrap();
     let mut boom = CallToolRequestParams::new("explode");

@@ -24,11 +24,10 @@ use pkb_core::store::Store;
 use pkb_core::store::per_user::{IDLE_CLOSE, MAX_OPEN_STORES, UserStores};
 use pkb_core::store::postgres::PgDatabase;
 use pkb_core::transport::http::{BearerAuth, HttpError, HttpServer, HttpSettings, Tls};
-use pkb_core::transport::{InlineToolCalls, LineTransport};
+use pkb_core::transport::stdio;
 use pkb_core::vault::ImportOptions;
 use pkb_core::vault::folder::{Folder, FolderWatch, open_vault, watch};
 use pkb_core::{Context, McpServer, NOTES_SCOPES, NotesApp, Registry, User, notes_declarations};
-use rmcp::ServiceExt;
 use rmcp::model::Implementation;
 use tracing_subscriber::EnvFilter;
 
@@ -575,35 +574,17 @@ async fn serve(server: McpServer) -> ExitCode {
         Ok(shutdown) => shutdown,
         Err(error) => return fail(&format!("cannot listen for signals: {error}")),
     };
-    // Once the client has initialized, plain tool calls skip rmcp's service loop.
-    let inline_tool_calls = InlineToolCalls::new(server.clone());
-    let session = server.clone();
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
-    let transport = LineTransport::new(stdin, stdout).with_inline_tool_calls(inline_tool_calls);
-    let mut shutdown = Box::pin(shutdown.received());
-    let service = tokio::select! {
-        served = server.serve(transport) => match served {
-            Ok(service) => service,
-            Err(error) => return fail(&format!("the client did not initialize: {error}")),
-        },
-        () = &mut shutdown => {
-            tracing::info!("signal received before the client initialized, shutting down");
-            return ExitCode::SUCCESS;
-        }
-    };
-    let cancel = service.cancellation_token();
-    tokio::spawn(async move {
-        shutdown.await;
+    let stop = async {
+        shutdown.received().await;
         tracing::info!("signal received, shutting down");
-        cancel.cancel();
-        session.close_session();
-    });
-    match service.waiting().await {
-        Ok(reason) => {
-            tracing::info!(?reason, "server stopped");
+    };
+    match stdio::serve(&server, stdin, stdout, stop).await {
+        Ok(()) => {
+            tracing::info!("server stopped");
             ExitCode::SUCCESS
         }
-        Err(error) => fail(&format!("server task failed: {error}")),
+        Err(error) => fail(&format!("writing to stdout failed: {error}")),
     }
 }
 

@@ -13,17 +13,17 @@ use std::time::Duration;
 
 use rmcp::model::{
     ClientResult, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationSchema, GetExtensions,
-    Implementation, InputRequest, ListRootsRequest, ListRootsResult, LoggingLevel,
-    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, RequestId,
-    ResourceUpdatedNotificationParam, ServerRequest,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationSchema, Implementation,
+    InputRequest, ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotification,
+    LoggingMessageNotificationParam, ProgressNotification, ProgressNotificationParam,
+    ProgressToken, RequestId, ResourceListChangedNotification, ResourceUpdatedNotification,
+    ResourceUpdatedNotificationParam, ServerNotification, ServerRequest,
 };
-use rmcp::service::{OriginatingRequestId, PeerRequestOptions, ServiceError};
-use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::changes::{Change, ChangeHub, ChangeKind};
+use super::client_link::{AskError, ClientHandle};
 use super::input_rounds::{InputRound, RoundAnswer};
 use crate::locks::lock;
 
@@ -35,7 +35,7 @@ pub type AppState = Arc<dyn Any + Send + Sync>;
 pub const DEFAULT_SAMPLING_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How much longer than a sampling request's own timeout its caller waits: long enough for
-/// rmcp to give the request up first and tell the client so.
+/// the link to give the request up first and tell the client so.
 const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
 /// What one handler call can reach. Taken as `ctx: &Context` by any tool, resource, prompt or
@@ -44,8 +44,10 @@ const CANCEL_GRACE: Duration = Duration::from_secs(1);
 pub struct Context {
     state: AppState,
     session: Arc<Session>,
-    peer: Option<Peer<RoleServer>>,
+    client: Option<ClientHandle>,
     sampling: bool,
+    /// The client declared sampling with tools.
+    sampling_tools: bool,
     /// The client declared the elicitation capability.
     elicitation: bool,
     /// The client declared the roots capability.
@@ -114,13 +116,13 @@ impl Session {
         self.id
     }
 
-    /// Forwards to `peer` the changes other sessions of the same user make, until this
+    /// Forwards to `client` the changes other sessions of the same user make, until this
     /// session is dropped or closes: updates of the URIs it subscribed to, and every change
     /// of the list.
     pub fn forward_changes(
         self: &Arc<Self>,
         mut changes: tokio::sync::broadcast::Receiver<Change>,
-        peer: Peer<RoleServer>,
+        client: ClientHandle,
     ) {
         let session: Weak<Session> = Arc::downgrade(self);
         let dropped = self.dropped.clone();
@@ -146,16 +148,15 @@ impl Session {
                 if change.origin == session.id {
                     continue;
                 }
-                let sent = match &change.kind {
+                let notification = match &change.kind {
                     ChangeKind::Updated(uri) if session.is_subscribed(uri) => {
-                        peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(
-                            uri.clone(),
-                        ))
-                        .await
+                        resource_updated_notification(uri)
                     }
-                    ChangeKind::Updated(_) => Ok(()),
-                    ChangeKind::ListChanged => peer.notify_resource_list_changed().await,
+                    ChangeKind::Updated(_) => continue,
+                    ChangeKind::ListChanged => resource_list_changed_notification(),
                 };
+                drop(session);
+                let sent = client.notify(notification, None).await;
                 if sent.is_err() {
                     return;
                 }
@@ -167,6 +168,11 @@ impl Session {
     /// up, so the calls behind them can answer and the server exit.
     pub fn close(&self) {
         self.closing.cancel();
+    }
+
+    /// Waits until the session is marked as closing.
+    pub(crate) async fn closed(&self) {
+        self.closing.cancelled().await;
     }
 
     /// Subscribes the client to updates of `uri`.
@@ -192,6 +198,18 @@ impl Session {
     fn wants_log(&self, level: LoggingLevel) -> bool {
         lock(&self.log_level).is_some_and(|min| severity(level) >= severity(min))
     }
+}
+
+/// `notifications/resources/updated` for `uri`.
+pub(crate) fn resource_updated_notification(uri: &str) -> ServerNotification {
+    ServerNotification::ResourceUpdatedNotification(ResourceUpdatedNotification::new(
+        ResourceUpdatedNotificationParam::new(uri),
+    ))
+}
+
+/// `notifications/resources/list_changed`.
+pub(crate) fn resource_list_changed_notification() -> ServerNotification {
+    ServerNotification::ResourceListChangedNotification(ResourceListChangedNotification::default())
 }
 
 fn severity(level: LoggingLevel) -> u8 {
@@ -231,14 +249,15 @@ impl Context {
     pub fn new(
         state: AppState,
         session: Arc<Session>,
-        peer: Option<Peer<RoleServer>>,
+        client: Option<ClientHandle>,
         sampling: bool,
     ) -> Self {
         Self {
             state,
             session,
-            peer,
+            client,
             sampling,
+            sampling_tools: false,
             elicitation: false,
             roots: false,
             sampling_timeout: DEFAULT_SAMPLING_TIMEOUT,
@@ -269,12 +288,13 @@ impl Context {
     /// The client that made the request, as it named itself: in the request (2026-07-28),
     /// else at its session's `initialize`; `None` when it gave no name.
     pub fn client_info(&self) -> Option<Implementation> {
-        self.request_client.clone().or_else(|| {
-            self.peer
-                .as_ref()?
-                .peer_info()
-                .map(|info| info.client_info.clone())
-        })
+        self.request_client.clone()
+    }
+
+    /// The same context, for a client that declared sampling with tools or not.
+    pub fn with_sampling_tools(mut self, tools: bool) -> Self {
+        self.sampling_tools = tools;
+        self
     }
 
     /// The same context, sending progress notifications under `token` (the request's
@@ -352,9 +372,9 @@ impl Context {
         self.state.downcast_ref()
     }
 
-    /// The client connection, when there is one.
-    pub fn peer(&self) -> Option<&Peer<RoleServer>> {
-        self.peer.as_ref()
+    /// The way to the client, when there is one.
+    pub fn client(&self) -> Option<&ClientHandle> {
+        self.client.as_ref()
     }
 
     /// This client's session state.
@@ -364,7 +384,7 @@ impl Context {
 
     /// Whether the client declared the sampling capability.
     pub fn client_supports_sampling(&self) -> bool {
-        self.sampling && self.peer.is_some()
+        self.sampling && self.client.is_some()
     }
 
     /// Asks the client's model for a message, giving up after `timeout` so a silent client
@@ -379,8 +399,8 @@ impl Context {
         params: CreateMessageRequestParams,
         timeout: Duration,
     ) -> Result<CreateMessageResult, ClientRequestError> {
-        let peer = match (&self.peer, self.sampling) {
-            (Some(peer), true) => peer,
+        let client = match (&self.client, self.sampling) {
+            (Some(client), true) => client,
             _ => return Err(ClientRequestError::Unsupported("sampling")),
         };
         if let Some(round) = &self.round {
@@ -388,16 +408,14 @@ impl Context {
             return from_round(round.answer("sampling", self.input_name("sampling"), request));
         }
         // What rmcp's `create_message` checks before it sends.
-        if (params.tools.is_some() || params.tool_choice.is_some())
-            && !peer.supports_sampling_tools()
-        {
+        if (params.tools.is_some() || params.tool_choice.is_some()) && !self.sampling_tools {
             return Err(ClientRequestError::Unsupported("sampling with tools"));
         }
         params
             .validate()
             .map_err(|error| ClientRequestError::Failed(error.to_string()))?;
         let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
-        match self.ask(peer, request, timeout).await? {
+        match self.ask(client, request, timeout).await? {
             ClientResult::CreateMessageResult(result) => Ok(*result),
             _ => Err(unexpected()),
         }
@@ -405,51 +423,40 @@ impl Context {
 
     /// Sends `request` to the client and waits for its answer, given up after `timeout`.
     /// It is marked as sent while answering this context's request, so that over HTTP it
-    /// rides that request's own response stream (SEP-2260). rmcp's own timeout tells the
-    /// client when it is given up (`notifications/cancelled`), so the client stops working on
-    /// an answer nobody awaits.
+    /// rides that request's own response stream (SEP-2260). The link tells the client when
+    /// it is given up (`notifications/cancelled`), so the client stops working on an answer
+    /// nobody awaits; the session closing gives it up at once.
     async fn ask(
         &self,
-        peer: &Peer<RoleServer>,
-        mut request: ServerRequest,
+        client: &ClientHandle,
+        request: ServerRequest,
         timeout: Duration,
     ) -> Result<ClientResult, ClientRequestError> {
-        if let Some(id) = &self.request_id {
-            request
-                .extensions_mut()
-                .insert(OriginatingRequestId(id.clone()));
-        }
-        let mut options = PeerRequestOptions::default();
-        options.timeout = Some(timeout);
-        let asked = async {
-            let sent = peer.send_request_with_option(request, options).await?;
-            sent.await_response().await
-        };
-        // rmcp's own timeout comes first; this one only bounds the send.
-        self.client_answer(asked, timeout + CANCEL_GRACE).await
-    }
-
-    /// The answer to a request sent to the client, given up after `timeout` or when the
-    /// session closes. A request that times out itself (with rmcp's timeout, which tells the
-    /// client) reports its own.
-    async fn client_answer<T>(
-        &self,
-        request: impl Future<Output = Result<T, ServiceError>>,
-        timeout: Duration,
-    ) -> Result<T, ClientRequestError> {
+        let asked = client.ask(request, self.request_id.clone(), timeout);
         let answer = tokio::select! {
-            answer = tokio::time::timeout(timeout, request) => answer,
+            // The link's own timeout comes first; this one only bounds the send.
+            answer = tokio::time::timeout(timeout + CANCEL_GRACE, asked) => answer,
             () = self.session.closing.cancelled() => {
                 return Err(ClientRequestError::Failed("the session is closing".into()));
             }
         };
         match answer {
-            Err(_) => Err(ClientRequestError::TimedOut(timeout)),
-            Ok(Err(ServiceError::Timeout { timeout })) => {
-                Err(ClientRequestError::TimedOut(timeout))
-            }
+            Err(_) | Ok(Err(AskError::TimedOut(_))) => Err(ClientRequestError::TimedOut(timeout)),
             Ok(Err(error)) => Err(ClientRequestError::Failed(error.to_string())),
             Ok(Ok(result)) => Ok(result),
+        }
+    }
+
+    /// Sends `notification` to the client, unless the session is closing (nothing would
+    /// deliver it then).
+    async fn notify(
+        &self,
+        client: &ClientHandle,
+        notification: ServerNotification,
+    ) -> Result<(), String> {
+        tokio::select! {
+            sent = client.notify(notification, self.request_id.clone()) => sent,
+            () = self.session.closing.cancelled() => Err("the session is closing".into()),
         }
     }
 
@@ -457,26 +464,14 @@ impl Context {
     /// sessions and listen streams.
     pub async fn resource_updated(&self, uri: &str) {
         self.publish(ChangeKind::Updated(uri.to_owned()));
-        if let Some(peer) = &self.peer
+        if let Some(client) = &self.client
             && !self.stateless
             && self.session.is_subscribed(uri)
+            && let Err(error) = self
+                .notify(client, resource_updated_notification(uri))
+                .await
         {
-            let sent = peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri));
-            if let Err(error) = self.unless_closing(sent).await {
-                tracing::debug!(%error, uri, "could not send resources/updated");
-            }
-        }
-    }
-
-    /// `sending`, given up when the session closes: rmcp's loop, which delivers notifications,
-    /// has stopped by then and would leave it waiting.
-    async fn unless_closing(
-        &self,
-        sending: impl Future<Output = Result<(), ServiceError>>,
-    ) -> Result<(), String> {
-        tokio::select! {
-            sent = sending => sent.map_err(|error| error.to_string()),
-            () = self.session.closing.cancelled() => Err("the session is closing".into()),
+            tracing::debug!(%error, uri, "could not send resources/updated");
         }
     }
 
@@ -484,10 +479,10 @@ impl Context {
     /// resources changed.
     pub async fn resource_list_changed(&self) {
         self.publish(ChangeKind::ListChanged);
-        if let Some(peer) = &self.peer
+        if let Some(client) = &self.client
             && !self.stateless
             && let Err(error) = self
-                .unless_closing(peer.notify_resource_list_changed())
+                .notify(client, resource_list_changed_notification())
                 .await
         {
             tracing::debug!(%error, "could not send resources/list_changed");
@@ -503,8 +498,8 @@ impl Context {
         schema: ElicitationSchema,
         timeout: Duration,
     ) -> Result<ElicitResult, ClientRequestError> {
-        let peer = match (&self.peer, self.elicitation) {
-            (Some(peer), true) => peer,
+        let client = match (&self.client, self.elicitation) {
+            (Some(client), true) => client,
             _ => return Err(ClientRequestError::Unsupported("elicitation")),
         };
         let params = ElicitRequestParams::FormElicitationParams {
@@ -521,7 +516,7 @@ impl Context {
             ));
         }
         let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
-        match self.ask(peer, request, timeout).await? {
+        match self.ask(client, request, timeout).await? {
             ClientResult::ElicitResult(result) => Ok(result),
             _ => Err(unexpected()),
         }
@@ -534,8 +529,8 @@ impl Context {
         &self,
         timeout: Duration,
     ) -> Result<ListRootsResult, ClientRequestError> {
-        let peer = match (&self.peer, self.roots) {
-            (Some(peer), true) => peer,
+        let client = match (&self.client, self.roots) {
+            (Some(client), true) => client,
             _ => return Err(ClientRequestError::Unsupported("roots")),
         };
         if let Some(round) = &self.round {
@@ -543,7 +538,7 @@ impl Context {
             return from_round(round.answer("roots", self.input_name("roots"), request));
         }
         let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
-        match self.ask(peer, request, timeout).await? {
+        match self.ask(client, request, timeout).await? {
             ClientResult::ListRootsResult(result) => Ok(result),
             _ => Err(unexpected()),
         }
@@ -578,13 +573,15 @@ impl Context {
     /// Tells the client how far the call has got, when it asked for progress (its request
     /// carried a `progressToken`); `total` is what `progress` counts up to, when known.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let (Some(peer), Some(token)) = (&self.peer, &self.progress_token) else {
+        let (Some(client), Some(token)) = (&self.client, &self.progress_token) else {
             return;
         };
         let mut params = ProgressNotificationParam::new(token.clone(), progress);
         params.total = total;
         params.message = message.map(str::to_owned);
-        if let Err(error) = self.unless_closing(peer.notify_progress(params)).await {
+        let notification =
+            ServerNotification::ProgressNotification(ProgressNotification::new(params));
+        if let Err(error) = self.notify(client, notification).await {
             tracing::debug!(%error, "could not send a progress notification");
         }
     }
@@ -596,14 +593,15 @@ impl Context {
             Some(min) => severity(level) >= severity(min),
             None => self.session.wants_log(level),
         };
-        if let Some(peer) = &self.peer
+        if let Some(client) = &self.client
             && wanted
         {
             let mut params = LoggingMessageNotificationParam::new(level, data);
             params.logger = Some(self.logger.to_string());
-            #[allow(deprecated)] // logging is deprecated only for the stateless 2026 revision
-            let sent = peer.notify_logging_message(params);
-            if let Err(error) = self.unless_closing(sent).await {
+            let notification = ServerNotification::LoggingMessageNotification(
+                LoggingMessageNotification::new(params),
+            );
+            if let Err(error) = self.notify(client, notification).await {
                 tracing::debug!(%error, "could not send a log message");
             }
         }
@@ -612,7 +610,7 @@ impl Context {
 
 /// A client's answer of another kind than the request's.
 fn unexpected() -> ClientRequestError {
-    ClientRequestError::Failed(ServiceError::UnexpectedResponse.to_string())
+    ClientRequestError::Failed("the client answered with another kind of result".into())
 }
 
 /// What a handler's request to the client gets in a round: the client's earlier answer, or

@@ -10,22 +10,27 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
-    CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, InitializeRequestParams, InitializeResult, InputRequiredResult,
-    InputResponses, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptsCapability,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Reference, ResourceContents, ResourcesCapability, ServerCapabilities, SetLevelRequestParams,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, CompleteRequestParams,
+    CompleteResult, CompletionInfo, CustomRequest, CustomResult, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
+    InputRequiredResult, InputResponses, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    PromptsCapability, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, RequestId, RequestMetaObject, ResourceContents,
+    ResourcesCapability, ServerCapabilities, ServerNotification, SetLevelRequestParams,
     SubscribeRequestParams, SubscriptionFilter, Tool, ToolsCapability, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
-use rmcp::{Peer, RoleServer, ServerHandler};
+use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use super::app::{App, ServedApp};
 use super::changes::{ChangeHub, ChangeKind};
-use super::context::{AppState, DEFAULT_SAMPLING_TIMEOUT};
+use super::client_link::{ClientHandle, ClientLink};
+use super::context::{
+    AppState, DEFAULT_SAMPLING_TIMEOUT, resource_list_changed_notification,
+    resource_updated_notification,
+};
 use super::input_rounds::{CallIdentity, InputRound, RoundOutcome, RoundStates, input_required};
 use super::registry::Catalog;
 use super::tool::ToolReply;
@@ -44,19 +49,36 @@ pub struct McpServer {
     app: Arc<dyn ServedApp>,
     /// The `logger` of handlers' log messages: the application's name.
     logger: Arc<str>,
-    session: Arc<Session>,
+    /// The state of the one session this server answers.
+    pub(super) state: Arc<SessionState>,
     sampling_timeout: std::time::Duration,
-    /// The client handle of the session, once `initialize` has succeeded.
-    peer: Arc<OnceLock<Peer<RoleServer>>>,
     /// Where changes are shared with the user's other sessions and listen streams.
-    changes: Arc<ChangeHub>,
-    /// The user the session was initialized by: every later request must be theirs.
-    user: Arc<OnceLock<User>>,
+    pub(super) changes: Arc<ChangeHub>,
     /// Seals the state of calls waiting for the client's input (2026-07-28).
     round_states: Arc<RoundStates>,
     /// Where the changes were when each `subscriptions/listen` being set up was accepted,
     /// by the task setting it up.
     listen_positions: Arc<Mutex<HashMap<tokio::task::Id, u64>>>,
+}
+
+/// What one session holds of its own: plain state, the same whichever transport carries it.
+#[derive(Default)]
+pub(super) struct SessionState {
+    /// Its subscriptions, log level and closing.
+    pub(super) session: Arc<Session>,
+    /// The way to the client, once `initialize` has succeeded (or a stateless request has
+    /// been served through rmcp).
+    pub(super) client: OnceLock<ClientHandle>,
+    /// What the client said of itself at `initialize`, with the revision agreed on.
+    pub(super) initialized: OnceLock<InitializeRequestParams>,
+    /// PKB's own link to the client, when PKB's dispatcher serves the session.
+    pub(super) link: Option<ClientLink>,
+    /// The requests being answered, by id, so that a cancellation finds them.
+    pub(super) running: super::dispatch::Running,
+    /// The session took the stateless revision's road (its first request was one).
+    pub(super) stateless: OnceLock<()>,
+    /// The user the session was initialized by: every later request must be theirs.
+    pub(super) user: OnceLock<User>,
 }
 
 /// `subscriptions/listen` requests between acceptance and their stream, at most: more are
@@ -72,6 +94,43 @@ fn principal_of(request: &RequestContext<RoleServer>) -> Option<&Principal> {
         .get::<Principal>()
 }
 
+/// What the server knows of one request besides its params, whichever road it came by.
+pub(crate) struct RequestFacts {
+    pub(crate) id: RequestId,
+    /// The request's `_meta`.
+    pub(crate) meta: RequestMetaObject,
+    /// Who the transport found the request acts for; `None` is the local user.
+    pub(crate) principal: Option<Principal>,
+    /// The way back to the client, for what handlers send it.
+    pub(crate) client: Option<ClientHandle>,
+    /// The client's capabilities: the request's own (2026-07-28), else its session's.
+    pub(crate) capabilities: Option<ClientCapabilities>,
+    /// The client's name: the request's own, else what it gave at `initialize`.
+    pub(crate) client_info: Option<Implementation>,
+    /// The request is of the stateless revision.
+    pub(crate) stateless: bool,
+}
+
+impl RequestFacts {
+    /// The facts of a request rmcp's service delivered.
+    fn of_rmcp(request: &RequestContext<RoleServer>) -> Self {
+        Self {
+            id: request.id.clone(),
+            meta: request.meta.clone(),
+            principal: principal_of(request).cloned(),
+            client: Some(ClientHandle::Rmcp(request.peer.clone())),
+            capabilities: request.client_capabilities(),
+            client_info: request.client_info(),
+            stateless: is_stateless(request),
+        }
+    }
+
+    /// The user the request acts for.
+    pub(crate) fn user(&self) -> &User {
+        self.principal.as_ref().map_or(User::local(), |p| &p.user)
+    }
+}
+
 impl McpServer {
     /// A server answering from `registry`, its handlers reaching the state `app` gives them:
     /// the registry's state type is the application's, or the server does not compile.
@@ -80,11 +139,9 @@ impl McpServer {
             registry: Arc::clone(registry.catalog()),
             logger: Arc::from(app.implementation().name),
             app: Arc::new(app),
-            session: Arc::default(),
+            state: Arc::default(),
             sampling_timeout: DEFAULT_SAMPLING_TIMEOUT,
-            peer: Arc::default(),
             changes: Arc::default(),
-            user: Arc::default(),
             round_states: Arc::new(RoundStates::random()),
             listen_positions: Arc::default(),
         }
@@ -94,9 +151,20 @@ impl McpServer {
     /// settings, a session of its own.
     pub fn new_session(&self) -> Self {
         Self {
-            session: Arc::default(),
-            peer: Arc::default(),
-            user: Arc::default(),
+            state: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// A server for one more session beside this one, answering through PKB's dispatcher
+    /// ([`McpServer::handle`]) and sending its client what it sends through `link`.
+    pub fn session_over(&self, link: ClientLink) -> Self {
+        let state = SessionState {
+            link: Some(link),
+            ..SessionState::default()
+        };
+        Self {
+            state: Arc::new(state),
             ..self.clone()
         }
     }
@@ -137,28 +205,29 @@ impl McpServer {
         Arc::clone(&self.registry)
     }
 
-    /// The session's handle on its client, from the moment `initialize` succeeded (before its
-    /// answer is written). `None` before that.
-    pub(crate) fn peer(&self) -> Option<&Peer<RoleServer>> {
-        self.peer.get()
+    /// rmcp's handle on the session's client, from the moment `initialize` succeeded (before
+    /// its answer is written). `None` before that, and for sessions PKB's dispatcher serves.
+    #[cfg(feature = "http")]
+    pub(crate) fn peer(&self) -> Option<&rmcp::Peer<RoleServer>> {
+        match self.state.client.get() {
+            Some(ClientHandle::Rmcp(peer)) => Some(peer),
+            _ => None,
+        }
     }
 
     /// Marks the session as closing (see [`Session::close`]): call it once the service is
     /// cancelled, so that calls waiting to notify the client or to sample its model answer at
     /// once.
     pub fn close_session(&self) {
-        self.session.close();
+        self.state.session.close();
     }
 
     /// The user `request` acts for. A session answers its own user only: a request of
     /// another user in it (which the HTTP transport already answers 404) is refused as if
     /// the session did not exist.
-    fn user_of<'a>(
-        &'a self,
-        request: &'a RequestContext<RoleServer>,
-    ) -> Result<&'a User, ErrorData> {
-        let user = principal_of(request).map_or(User::local(), |p| &p.user);
-        match self.user.get() {
+    fn user_of<'a>(&'a self, request: &'a RequestFacts) -> Result<&'a User, ErrorData> {
+        let user = request.user();
+        match self.state.user.get() {
             Some(bound) if bound != user => {
                 Err(ErrorData::invalid_request("session not found", None))
             }
@@ -167,7 +236,7 @@ impl McpServer {
     }
 
     /// The application's state for the user `request` acts for.
-    async fn state_of(&self, request: &RequestContext<RoleServer>) -> Result<AppState, ErrorData> {
+    async fn state_of(&self, request: &RequestFacts) -> Result<AppState, ErrorData> {
         let user = self.user_of(request)?;
         self.app
             .state_for(user)
@@ -175,37 +244,37 @@ impl McpServer {
             .map_err(|e| ErrorData::internal_error(e, None))
     }
 
-    async fn context(&self, request: &RequestContext<RoleServer>) -> Result<Context, ErrorData> {
+    async fn context(&self, request: &RequestFacts) -> Result<Context, ErrorData> {
         let state = self.state_of(request).await?;
-        let capabilities = request.client_capabilities();
-        let sampling = capabilities
-            .as_ref()
-            .is_some_and(|caps| caps.sampling.is_some());
-        let elicitation = capabilities
-            .as_ref()
-            .is_some_and(|caps| caps.elicitation.is_some());
+        let capabilities = request.capabilities.as_ref();
+        let sampling = capabilities.and_then(|caps| caps.sampling.as_ref());
+        let sampling_tools = sampling.is_some_and(|sampling| sampling.tools.is_some());
+        let elicitation = capabilities.is_some_and(|caps| caps.elicitation.is_some());
         let roots = capabilities.is_some_and(|caps| caps.roots.is_some());
         let mut context = Context::new(
             state,
-            self.session.clone(),
-            Some(request.peer.clone()),
-            sampling,
+            self.state.session.clone(),
+            request.client.clone(),
+            sampling.is_some(),
         )
+        .with_sampling_tools(sampling_tools)
         .with_sampling_timeout(self.sampling_timeout)
         .with_log_level(request.meta.log_level())
         .with_progress_token(request.meta.get_progress_token())
         .with_elicitation(elicitation)
         .with_roots(roots)
         .with_logger(Arc::clone(&self.logger))
-        .with_client_info(request.meta.client_info())
+        .with_client_info(request.client_info.clone())
         .with_request_id(request.id.clone());
         let user = self.user_of(request)?;
         context = context.with_changes(Arc::clone(&self.changes), Arc::clone(user.storage_key()));
-        if is_stateless(request) {
+        if request.stateless {
             context = context.stateless();
             // A stateless session has no initialize: its first request shows its client
             // handle, from which `InlineToolCalls` answers the session's later calls.
-            let _ = self.peer.set(request.peer.clone());
+            if let Some(client) = &request.client {
+                let _ = self.state.client.set(client.clone());
+            }
         }
         Ok(context)
     }
@@ -217,7 +286,7 @@ impl McpServer {
     /// `requestState` only when this server sealed it for this call and user.
     async fn in_rounds<T, Run>(
         &self,
-        context: &RequestContext<RoleServer>,
+        context: &RequestFacts,
         call: CallOf<'_>,
         run: impl FnOnce(Context) -> Run,
     ) -> Result<Rounded<T>, ErrorData>
@@ -343,11 +412,11 @@ fn offered(present: bool, method: &str) -> Result<(), ErrorData> {
     }
 }
 
-fn invalid_params(message: impl Into<Cow<'static, str>>) -> ErrorData {
+pub(super) fn invalid_params(message: impl Into<Cow<'static, str>>) -> ErrorData {
     ErrorData::invalid_params(message, None)
 }
 
-fn method_not_found(method: &str) -> ErrorData {
+pub(super) fn method_not_found(method: &str) -> ErrorData {
     ErrorData::new(
         rmcp::model::ErrorCode::METHOD_NOT_FOUND,
         format!("method not found: {method}"),
@@ -425,8 +494,9 @@ pub(crate) const KNOWN_METHODS: &[&str] = &[
     "subscriptions/listen",
 ];
 
-impl ServerHandler for McpServer {
-    fn get_info(&self) -> InitializeResult {
+impl McpServer {
+    /// What the server offers, as `initialize` answers it.
+    pub(crate) fn info(&self) -> InitializeResult {
         // What the registry holds is what the server offers; handlers may always log.
         let registry = &self.registry;
         let has_resources = self.has_resources();
@@ -454,71 +524,25 @@ impl ServerHandler for McpServer {
         info
     }
 
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, ErrorData> {
-        // rmcp tells us of an initialize before the session started (the handshake) with
-        // the client's details already set; one inside a stateless session has none, and
-        // 2026-07-28 has no such method.
-        if context.peer.peer_info().is_none() {
-            return Err(method_not_found("initialize"));
-        }
-        // A session is initialized once: a second `initialize` would renegotiate the version
-        // under calls already answered in the first.
-        if self.peer.get().is_some() {
-            return Err(ErrorData::invalid_request(
-                "the session is already initialized",
-                None,
-            ));
-        }
-        // rmcp's default, plus keeping the peer: `InlineToolCalls` answers from the first call
-        // the client sends after this answer.
-        context.peer.set_peer_info(request.clone());
-        let result = self.negotiate_initialize(&request)?;
-        let user = principal_of(&context)
-            .map_or(User::local(), |p| &p.user)
-            .clone();
-        self.session.forward_changes(
-            self.changes.subscribe(user.storage_key()),
-            context.peer.clone(),
-        );
-        let _ = self.user.set(user);
-        if self.peer.set(context.peer).is_err() {
-            tracing::warn!("initialize came twice at once; kept the first session's client handle");
-        }
-        Ok(result)
+    /// Every revision through initialize, and the stateless 2026-07-28.
+    pub(crate) fn revisions() -> &'static [ProtocolVersion] {
+        ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28)
     }
 
-    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        // Every revision through initialize, and the stateless 2026-07-28.
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
+    pub(crate) fn tools_list(&self) -> Result<ListToolsResult, ErrorData> {
         offered(self.registry.tools().next().is_some(), "tools/list")?;
         Ok(ListToolsResult::with_all_items(
             self.registry.tools().cloned().collect(),
         ))
     }
 
-    // rmcp checks a call's `Mcp-Param-*` headers against the tool's `x-mcp-header`s.
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.registry.tool_description(name).cloned()
-    }
-
-    async fn call_tool(
+    pub(crate) async fn tool_call(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        context: &RequestFacts,
     ) -> Result<CallToolResponse, ErrorData> {
-        if !is_stateless(&context) {
-            let ctx = self.context(&context).await?;
+        if !context.stateless {
+            let ctx = self.context(context).await?;
             return self
                 .run_tool(ctx, &request.name, request.arguments)
                 .await
@@ -532,20 +556,20 @@ impl ServerHandler for McpServer {
             input_responses: request.input_responses.as_ref(),
         };
         let run = |ctx| self.run_tool(ctx, &request.name, request.arguments.clone());
-        Ok(match self.in_rounds(&context, call, run).await? {
+        Ok(match self.in_rounds(context, call, run).await? {
             Rounded::Complete(result) => result.into(),
             Rounded::InputRequired(asked) => asked.into(),
         })
     }
 
-    async fn list_resources(
+    pub(crate) async fn resources_list(
         &self,
         request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
+        context: &RequestFacts,
     ) -> Result<ListResourcesResult, ErrorData> {
         offered(self.has_resources(), "resources/list")?;
-        let state = self.state_of(&context).await?;
-        let user = self.user_of(&context)?;
+        let state = self.state_of(context).await?;
+        let user = self.user_of(context)?;
         let cursor = request.and_then(|r| r.cursor);
         // The first page starts with the fixed resources, then the application's; a cursor
         // names where the application's next page starts.
@@ -572,26 +596,22 @@ impl ServerHandler for McpServer {
         Ok(result)
     }
 
-    async fn list_resource_templates(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+    pub(crate) fn resource_templates_list(&self) -> Result<ListResourceTemplatesResult, ErrorData> {
         offered(self.has_resources(), "resources/templates/list")?;
         Ok(ListResourceTemplatesResult::with_all_items(
             self.registry.resource_templates().collect(),
         ))
     }
 
-    async fn read_resource(
+    pub(crate) async fn resource_read(
         &self,
         request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
+        context: &RequestFacts,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri;
         match self
             .registry
-            .read_resource(self.context(&context).await?, &uri)
+            .read_resource(self.context(context).await?, &uri)
             .await
         {
             Ok((mime_type, body)) => {
@@ -616,49 +636,40 @@ impl ServerHandler for McpServer {
         }
     }
 
-    async fn subscribe(
+    pub(crate) fn resource_subscribe(
         &self,
         request: SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
+        context: &RequestFacts,
     ) -> Result<(), ErrorData> {
-        self.user_of(&context)?;
+        self.user_of(context)?;
         if self.registry.resolve_resource(&request.uri).is_none() {
             return Err(ErrorData::resource_not_found(
                 format!("resource not found: {}", request.uri),
                 Some(json!({ "uri": request.uri })),
             ));
         }
-        self.session.subscribe(&request.uri);
+        self.state.session.subscribe(&request.uri);
         Ok(())
     }
 
-    async fn unsubscribe(
-        &self,
-        request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.session.unsubscribe(&request.uri);
-        Ok(())
+    pub(crate) fn resource_unsubscribe(&self, request: UnsubscribeRequestParams) {
+        self.state.session.unsubscribe(&request.uri);
     }
 
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
+    pub(crate) fn prompts_list(&self) -> Result<ListPromptsResult, ErrorData> {
         offered(self.registry.prompts().next().is_some(), "prompts/list")?;
         Ok(ListPromptsResult::with_all_items(
             self.registry.prompts().collect(),
         ))
     }
 
-    async fn get_prompt(
+    pub(crate) async fn prompt_get(
         &self,
         request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
+        context: &RequestFacts,
     ) -> Result<GetPromptResponse, ErrorData> {
-        if !is_stateless(&context) {
-            let ctx = self.context(&context).await?;
+        if !context.stateless {
+            let ctx = self.context(context).await?;
             return self
                 .run_prompt(ctx, &request.name, request.arguments)
                 .await
@@ -672,16 +683,16 @@ impl ServerHandler for McpServer {
             input_responses: request.input_responses.as_ref(),
         };
         let run = |ctx| self.run_prompt(ctx, &request.name, request.arguments.clone());
-        Ok(match self.in_rounds(&context, call, run).await? {
+        Ok(match self.in_rounds(context, call, run).await? {
             Rounded::Complete(result) => result.into(),
             Rounded::InputRequired(asked) => asked.into(),
         })
     }
 
-    async fn complete(
+    pub(crate) async fn completion(
         &self,
         request: CompleteRequestParams,
-        context: RequestContext<RoleServer>,
+        context: &RequestFacts,
     ) -> Result<CompleteResult, ErrorData> {
         let target = match &request.r#ref {
             Reference::Prompt(prompt) => {
@@ -708,7 +719,7 @@ impl ServerHandler for McpServer {
         let completion = self
             .registry
             .complete(
-                self.context(&context).await?,
+                self.context(context).await?,
                 target,
                 &request.argument.name,
                 request.argument.value.clone(),
@@ -722,17 +733,246 @@ impl ServerHandler for McpServer {
         Ok(CompleteResult::new(info))
     }
 
+    pub(crate) fn log_level_set(
+        &self,
+        request: SetLevelRequestParams,
+        context: &RequestFacts,
+    ) -> Result<(), ErrorData> {
+        // 2026-07-28 carries the level in each request instead.
+        if context.stateless {
+            return Err(method_not_found("logging/setLevel"));
+        }
+        self.state.session.set_log_level(request.level);
+        Ok(())
+    }
+
+    /// What a `subscriptions/listen` stream gets of what it asked for: the resources list's
+    /// changes, and updates of resources that exist as names (a note's URI, whether or not
+    /// the note does yet, or the index). Anything else would never be notified.
+    pub(crate) fn listen_filter(&self, requested: &SubscriptionFilter) -> SubscriptionFilter {
+        let mut accepted = SubscriptionFilter::new();
+        accepted.resources_list_changed = requested.resources_list_changed;
+        accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
+            uris.iter()
+                .filter(|uri| self.registry.resolve_resource(uri).is_some())
+                .cloned()
+                .collect()
+        });
+        accepted
+    }
+
+    /// Sends a `subscriptions/listen` stream the changes of `user` that `accepted` lets
+    /// through, from `position` on (see [`ChangeHub::position`]), until `stopped` or a send
+    /// fails. Everything the stream holds is dropped when it ends.
+    pub(crate) async fn stream_changes<Send, Sent>(
+        &self,
+        user: &User,
+        position: u64,
+        accepted: &SubscriptionFilter,
+        stopped: impl Future<Output = ()>,
+        mut send: Send,
+    ) where
+        Send: FnMut(ServerNotification) -> Sent,
+        Sent: Future<Output = Result<(), String>>,
+    {
+        let (missed, mut changes) = self.changes.subscribe_since(user.storage_key(), position);
+        let mut missed = missed.into_iter();
+        let wants = |uri: &str| {
+            accepted
+                .resource_subscriptions
+                .as_ref()
+                .is_some_and(|uris| uris.iter().any(|u| u == uri))
+        };
+        let mut stopped = std::pin::pin!(stopped);
+        loop {
+            let change = match missed.next() {
+                Some(change) => Ok(change),
+                None => tokio::select! {
+                    () = &mut stopped => return,
+                    change = changes.recv() => change,
+                },
+            };
+            let notification = match change {
+                Ok(change) => match change.kind {
+                    ChangeKind::Updated(uri) if wants(&uri) => resource_updated_notification(&uri),
+                    ChangeKind::ListChanged if accepted.resources_list_changed == Some(true) => {
+                        resource_list_changed_notification()
+                    }
+                    _ => continue,
+                },
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::debug!(missed, "a listen stream fell behind its user's changes");
+                    continue;
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
+            if send(notification).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Begins the session of `user` with `client`: the changes of the user's other sessions
+    /// reach it from now on.
+    pub(crate) fn begin_session(&self, user: User, client: ClientHandle) {
+        self.state
+            .session
+            .forward_changes(self.changes.subscribe(user.storage_key()), client.clone());
+        let _ = self.state.user.set(user);
+        if self.state.client.set(client).is_err() {
+            tracing::warn!("initialize came twice at once; kept the first session's client handle");
+        }
+    }
+
+    /// The error for a request of `method` that nothing answers: bad params for a method
+    /// this server knows (its params did not parse as the method's), else an unknown method.
+    pub(crate) fn unknown_request(&self, method: &str) -> ErrorData {
+        if KNOWN_METHODS.contains(&method) {
+            invalid_params(format!("invalid params for {method}"))
+        } else {
+            method_not_found(method)
+        }
+    }
+}
+
+/// Streamable HTTP still serves sessions through rmcp's service, which calls this; PKB's own
+/// dispatcher (`dispatch.rs`) calls the same methods.
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> InitializeResult {
+        self.info()
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // rmcp tells us of an initialize before the session started (the handshake) with
+        // the client's details already set; one inside a stateless session has none, and
+        // 2026-07-28 has no such method.
+        if context.peer.peer_info().is_none() {
+            return Err(method_not_found("initialize"));
+        }
+        // A session is initialized once: a second `initialize` would renegotiate the version
+        // under calls already answered in the first.
+        if self.state.client.get().is_some() {
+            return Err(ErrorData::invalid_request(
+                "the session is already initialized",
+                None,
+            ));
+        }
+        // rmcp's default, plus keeping the peer: `InlineToolCalls` answers from the first call
+        // the client sends after this answer.
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        let user = principal_of(&context)
+            .map_or(User::local(), |p| &p.user)
+            .clone();
+        self.begin_session(user, ClientHandle::Rmcp(context.peer));
+        Ok(result)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(Self::revisions())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.tools_list()
+    }
+
+    // rmcp checks a call's `Mcp-Param-*` headers against the tool's `x-mcp-header`s.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.registry.tool_description(name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.tool_call(request, &RequestFacts::of_rmcp(&context))
+            .await
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.resources_list(request, &RequestFacts::of_rmcp(&context))
+            .await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.resource_templates_list()
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.resource_read(request, &RequestFacts::of_rmcp(&context))
+            .await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.resource_subscribe(request, &RequestFacts::of_rmcp(&context))
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.resource_unsubscribe(request);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.prompts_list()
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.prompt_get(request, &RequestFacts::of_rmcp(&context))
+            .await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.completion(request, &RequestFacts::of_rmcp(&context))
+            .await
+    }
+
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        // 2026-07-28 carries the level in each request instead.
-        if is_stateless(&context) {
-            return Err(method_not_found("logging/setLevel"));
-        }
-        self.session.set_log_level(request.level);
-        Ok(())
+        self.log_level_set(request, &RequestFacts::of_rmcp(&context))
     }
 
     fn accepted_subscription_filter(
@@ -750,63 +990,29 @@ impl ServerHandler for McpServer {
             }
             positions.insert(task, self.changes.position());
         }
-        let mut accepted = SubscriptionFilter::new();
-        accepted.resources_list_changed = requested.resources_list_changed;
-        // Only resources that exist as names: a note's URI (whether or not the note does
-        // yet) or the index. Anything else would never be notified.
-        accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
-            uris.iter()
-                .filter(|uri| self.registry.resolve_resource(uri).is_some())
-                .cloned()
-                .collect()
-        });
-        Some(accepted)
+        Some(self.listen_filter(requested))
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let user = self.user_of(context.request_context())?.clone();
+        let facts = RequestFacts::of_rmcp(context.request_context());
+        let user = self.user_of(&facts)?.clone();
         let position = tokio::task::try_id()
             .and_then(|task| lock(&self.listen_positions).remove(&task))
             .unwrap_or(u64::MAX);
-        let (missed, mut changes) = self.changes.subscribe_since(user.storage_key(), position);
-        let mut missed = missed.into_iter();
-        let accepted = context.accepted().clone();
-        let wants = |uri: &str| {
-            accepted
-                .resource_subscriptions
-                .as_ref()
-                .is_some_and(|uris| uris.iter().any(|u| u == uri))
-        };
         let sink = context.sink().clone();
-        // Everything the stream holds (the receiver, the sink) is dropped when it ends.
-        loop {
-            let change = match missed.next() {
-                Some(change) => Ok(change),
-                None => tokio::select! {
-                    () = context.cancelled() => return Ok(()),
-                    change = changes.recv() => change,
-                },
-            };
-            let sent = match change {
-                Ok(change) => match change.kind {
-                    ChangeKind::Updated(uri) if wants(&uri) => {
-                        sink.notify_resource_updated(uri).await
-                    }
-                    ChangeKind::ListChanged if accepted.resources_list_changed == Some(true) => {
-                        sink.notify_resource_list_changed().await
-                    }
-                    _ => Ok(()),
-                },
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
-                    tracing::debug!(missed, "a listen stream fell behind its user's changes");
-                    Ok(())
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
-            };
-            if sent.is_err() {
-                return Ok(());
-            }
-        }
+        let send = |notification| {
+            let sink = sink.clone();
+            async move { sink.send(notification).await.map_err(|e| e.to_string()) }
+        };
+        self.stream_changes(
+            &user,
+            position,
+            context.accepted(),
+            context.cancelled(),
+            send,
+        )
+        .await;
+        Ok(())
     }
 
     async fn on_custom_request(
@@ -814,14 +1020,7 @@ impl ServerHandler for McpServer {
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        if KNOWN_METHODS.contains(&request.method.as_str()) {
-            Err(invalid_params(format!(
-                "invalid params for {}",
-                request.method
-            )))
-        } else {
-            Err(method_not_found(&request.method))
-        }
+        Err(self.unknown_request(&request.method))
     }
 }
 

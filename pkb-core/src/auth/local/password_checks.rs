@@ -25,6 +25,9 @@ type Job = Box<dyn FnOnce() + Send>;
 pub struct PasswordChecks {
     jobs: std::sync::mpsc::Sender<Job>,
     places: Arc<Semaphore>,
+    /// How many threads check, so how many checks run at once.
+    #[cfg(test)]
+    threads: usize,
 }
 
 impl PasswordChecks {
@@ -54,13 +57,15 @@ impl PasswordChecks {
         Ok(Self {
             jobs,
             places: Arc::new(Semaphore::new(threads)),
+            #[cfg(test)]
+            threads,
         })
     }
 
-    /// How many checks run at once (when none is under way).
+    /// How many checks run at once.
     #[cfg(test)]
     fn threads(&self) -> usize {
-        self.places.available_permits()
+        self.threads
     }
 
     /// A place for one check, if one is free now.
@@ -101,6 +106,10 @@ mod tests {
             names.insert(name.unwrap());
         }
         assert!(names.len() <= checks.threads(), "{names:?}");
+        // A check's place is given back on its thread just after its answer: wait for it.
+        while checks.places.available_permits() < checks.threads() {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
         let places: Vec<_> = (0..checks.threads()).map(|_| checks.place()).collect();
         assert!(places.iter().all(Option::is_some));
         assert!(checks.place().is_none(), "all taken: refused, not queued");

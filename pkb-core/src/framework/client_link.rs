@@ -1,0 +1,321 @@
+//! A session's way to its client: what the server sends it (answers, notifications, its own
+//! requests) and the answers to those requests waiting to come back.
+//!
+//! The transport owns the other end: it takes each [`Outgoing`] message from the receiver
+//! [`ClientLink::new`] returns and writes it where it belongs (stdio: the next line; HTTP: the
+//! response stream of the request being answered, else the session's standalone stream).
+
+// Sampling and logging are deprecated by the stateless 2026-07-28 revision; the older
+// revisions, served beside it, still use them.
+#![allow(deprecated)]
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CancelledNotification, CancelledNotificationParam, ClientResult, ErrorData, GetExtensions,
+    JsonRpcMessage, NumberOrString, RequestId, ServerJsonRpcMessage, ServerNotification,
+    ServerRequest,
+};
+use rmcp::service::{OriginatingRequestId, PeerRequestOptions, ServiceError};
+use rmcp::{Peer, RoleServer};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::locks::lock;
+
+/// How many messages may wait for the transport to write them before a sender waits.
+const OUTBOX_CAPACITY: usize = 64;
+
+/// One message for the client, and the client's request it was sent while answering, if any.
+#[derive(Debug)]
+pub struct Outgoing {
+    /// The message.
+    pub message: ServerJsonRpcMessage,
+    /// The request being answered when it was sent: over HTTP it rides that request's stream.
+    pub during: Option<RequestId>,
+}
+
+/// Appends `message` to `out` as JSON. An error answering no readable id says `"id": null`,
+/// as JSON-RPC 2.0 asks (rmcp's type would leave the id out, as only 2026-07-28 allows).
+pub fn encode(message: &ServerJsonRpcMessage, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    match message {
+        JsonRpcMessage::Error(error) if error.id.is_none() => {
+            let answer = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": error.error});
+            serde_json::to_writer(out, &answer)
+        }
+        message => serde_json::to_writer(out, message),
+    }
+}
+
+/// The client cannot be reached any more: its transport has stopped.
+#[derive(Debug, thiserror::Error)]
+#[error("the client's connection is closed")]
+pub struct Unreachable;
+
+/// Why a request to the client got no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// Nothing came back within the time allowed; the client was told to stop.
+    #[error("the client did not answer within {0:?}")]
+    TimedOut(Duration),
+    /// The client answered with an error.
+    #[error("{}", .0.message)]
+    Refused(ErrorData),
+    /// The connection is gone.
+    #[error(transparent)]
+    Unreachable(#[from] Unreachable),
+}
+
+type Waiting = oneshot::Sender<Result<ClientResult, ErrorData>>;
+
+/// PKB's handle on one session's client. Cloning it gives another handle on the same client.
+#[derive(Clone)]
+pub struct ClientLink {
+    inner: Arc<LinkInner>,
+}
+
+struct LinkInner {
+    outbox: mpsc::Sender<Outgoing>,
+    /// The requests sent to the client and not yet answered, by the id they were sent with.
+    waiting: Mutex<HashMap<RequestId, Waiting>>,
+    next_id: AtomicI64,
+}
+
+impl ClientLink {
+    /// A link, and the receiver of what it sends, for the transport to write.
+    pub fn new() -> (Self, mpsc::Receiver<Outgoing>) {
+        let (outbox, outgoing) = mpsc::channel(OUTBOX_CAPACITY);
+        let inner = LinkInner {
+            outbox,
+            waiting: Mutex::default(),
+            next_id: AtomicI64::new(0),
+        };
+        (
+            Self {
+                inner: Arc::new(inner),
+            },
+            outgoing,
+        )
+    }
+
+    /// Sends `message`, sent while answering `during` if that is set.
+    pub async fn send(
+        &self,
+        message: ServerJsonRpcMessage,
+        during: Option<RequestId>,
+    ) -> Result<(), Unreachable> {
+        self.inner
+            .outbox
+            .send(Outgoing { message, during })
+            .await
+            .map_err(|_| Unreachable)
+    }
+
+    /// Sends `notification`.
+    pub async fn notify(
+        &self,
+        notification: ServerNotification,
+        during: Option<RequestId>,
+    ) -> Result<(), Unreachable> {
+        self.send(ServerJsonRpcMessage::notification(notification), during)
+            .await
+    }
+
+    /// Sends `request` and waits for the client's answer, at most `timeout`; past it the
+    /// client is told the request is cancelled, so it stops working on an answer nobody awaits.
+    pub async fn ask(
+        &self,
+        request: ServerRequest,
+        during: Option<RequestId>,
+        timeout: Duration,
+    ) -> Result<ClientResult, AskError> {
+        // Numbered from 0 in each session, as rmcp's own server numbers them.
+        let id = NumberOrString::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
+        let (answered, answer) = oneshot::channel();
+        lock(&self.inner.waiting).insert(id.clone(), answered);
+        let message = ServerJsonRpcMessage::request(request, id.clone());
+        if let Err(error) = self.send(message, during.clone()).await {
+            lock(&self.inner.waiting).remove(&id);
+            return Err(error.into());
+        }
+        match tokio::time::timeout(timeout, answer).await {
+            Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err(error))) => Err(AskError::Refused(error)),
+            // The link's last handle went away with the request still open.
+            Ok(Err(_)) => Err(Unreachable.into()),
+            Err(_) => {
+                lock(&self.inner.waiting).remove(&id);
+                // rmcp's words for it.
+                let reason = "request timeout".to_owned();
+                let params = CancelledNotificationParam::new(Some(id), Some(reason));
+                let cancelled =
+                    ServerNotification::CancelledNotification(CancelledNotification::new(params));
+                let _ = self.notify(cancelled, during).await;
+                Err(AskError::TimedOut(timeout))
+            }
+        }
+    }
+
+    /// Hands the client's answer to the request `id` to whoever waits for it. An answer to a
+    /// request never sent, or given up, is ignored.
+    pub fn answered(&self, id: &RequestId, outcome: Result<ClientResult, ErrorData>) {
+        let waiting = lock(&self.inner.waiting).remove(id);
+        match waiting {
+            Some(waiting) => {
+                let _ = waiting.send(outcome);
+            }
+            None => tracing::debug!(%id, "ignored an answer to no open request"),
+        }
+    }
+}
+
+/// The way to a session's client a handler's [`Context`](super::context::Context) holds: PKB's
+/// own [`ClientLink`], or, for sessions still served by rmcp's service (Streamable HTTP, until
+/// it moves to PKB's dispatcher), rmcp's peer.
+#[derive(Clone)]
+pub enum ClientHandle {
+    /// PKB's own link.
+    Link(ClientLink),
+    /// rmcp's peer of a session its service runs.
+    Rmcp(Peer<RoleServer>),
+}
+
+impl ClientHandle {
+    /// Sends `notification`; `during` names the request being answered.
+    pub(crate) async fn notify(
+        &self,
+        notification: ServerNotification,
+        during: Option<RequestId>,
+    ) -> Result<(), String> {
+        match self {
+            Self::Link(link) => link
+                .notify(notification, during)
+                .await
+                .map_err(|e| e.to_string()),
+            Self::Rmcp(peer) => peer
+                .send_notification(notification)
+                .await
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Sends `request` while answering `during` and waits for its answer, at most `timeout`.
+    pub(crate) async fn ask(
+        &self,
+        mut request: ServerRequest,
+        during: Option<RequestId>,
+        timeout: Duration,
+    ) -> Result<ClientResult, AskError> {
+        match self {
+            Self::Link(link) => link.ask(request, during, timeout).await,
+            Self::Rmcp(peer) => {
+                // rmcp puts a request marked so on the response stream of the one it answers.
+                if let Some(id) = during {
+                    request.extensions_mut().insert(OriginatingRequestId(id));
+                }
+                let mut options = PeerRequestOptions::default();
+                options.timeout = Some(timeout);
+                let sent = peer
+                    .send_request_with_option(request, options)
+                    .await
+                    .map_err(|e| rmcp_failure(e, timeout))?;
+                sent.await_response()
+                    .await
+                    .map_err(|e| rmcp_failure(e, timeout))
+            }
+        }
+    }
+}
+
+fn rmcp_failure(error: ServiceError, timeout: Duration) -> AskError {
+    match error {
+        ServiceError::Timeout { .. } => AskError::TimedOut(timeout),
+        ServiceError::McpError(error) => AskError::Refused(error),
+        other => AskError::Refused(ErrorData::internal_error(other.to_string(), None)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{ListRootsRequest, ListRootsResult, ServerRequest};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn an_answer_reaches_the_request_it_answers() {
+        let (link, mut outgoing) = ClientLink::new();
+        let asking = tokio::spawn({
+            let link = link.clone();
+            async move {
+                let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
+                link.ask(request, None, Duration::from_secs(5)).await
+            }
+        });
+        let sent = outgoing.recv().await.unwrap();
+        let JsonRpcMessage::Request(request) = sent.message else {
+            panic!("a request");
+        };
+        // An answer to another id changes nothing.
+        link.answered(
+            &NumberOrString::Number(7),
+            Err(ErrorData::invalid_request("x", None)),
+        );
+        link.answered(
+            &request.id,
+            Ok(ClientResult::ListRootsResult(ListRootsResult::default())),
+        );
+        assert!(matches!(
+            asking.await.unwrap(),
+            Ok(ClientResult::ListRootsResult(_))
+        ));
+    }
+
+    #[test]
+    fn an_error_without_a_readable_id_says_id_null() {
+        let answer = crate::framework::incoming::error_answer(
+            serde_json::Value::Null,
+            -32700,
+            "parse error",
+        );
+        let mut line = Vec::new();
+        encode(&answer, &mut line).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(value.get("id"), Some(&serde_json::Value::Null), "{value}");
+        assert_eq!(value["error"]["code"], -32700);
+    }
+
+    #[tokio::test]
+    async fn a_request_left_unanswered_is_cancelled_at_its_timeout() {
+        let (link, mut outgoing) = ClientLink::new();
+        let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
+        let during = Some(NumberOrString::Number(3));
+        let asked = link
+            .ask(request, during.clone(), Duration::from_millis(50))
+            .await;
+        assert!(matches!(asked, Err(AskError::TimedOut(_))), "{asked:?}");
+        let first = outgoing.recv().await.unwrap();
+        let cancel = outgoing.recv().await.unwrap();
+        assert_eq!(cancel.during, during);
+        let JsonRpcMessage::Notification(notification) = cancel.message else {
+            panic!("a notification");
+        };
+        let ServerNotification::CancelledNotification(cancelled) = notification.notification else {
+            panic!("notifications/cancelled");
+        };
+        let JsonRpcMessage::Request(request) = first.message else {
+            panic!("a request");
+        };
+        assert_eq!(cancelled.params.request_id, Some(request.id));
+    }
+
+    #[tokio::test]
+    async fn a_closed_transport_fails_at_once() {
+        let (link, outgoing) = ClientLink::new();
+        drop(outgoing);
+        let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
+        let asked = link.ask(request, None, Duration::from_secs(60)).await;
+        assert!(matches!(asked, Err(AskError::Unreachable(_))), "{asked:?}");
+    }
+}
