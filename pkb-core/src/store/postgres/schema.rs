@@ -301,7 +301,7 @@ $$;
 /// "deploying"), as SQLite's store finds them ([`crate::store::stemming`]). Each lexeme's stem
 /// is Snowball's English one, from a dictionary of PostgreSQL's own snowball template without
 /// stop words (`pkb_stem`): it gives the stems the SQLite store's stemmer gives (a test
-/// compares them). A note's search vector also holds, at the same positions and weights, the
+/// compares them), and leaves a lexeme over 64 bytes whole, as that stemmer does. A note's search vector also holds, at the same positions and weights, the
 /// stem of each of its lexemes that is not its own stem, marked by a leading U+0001, which
 /// PostgreSQL's parser never leaves in a lexeme, so that no query word's prefix reaches the
 /// stems. A query's lexeme `L` of stem `s` becomes `('L':* | '\x01s' | 's')`: the words it
@@ -317,7 +317,8 @@ CREATE TEXT SEARCH DICTIONARY pkb_english_stem (TEMPLATE = snowball, Language = 
 
 CREATE FUNCTION pkb_stem(text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT COALESCE((ts_lexize('pkb_english_stem'::regdictionary, $1))[1], $1)
+    SELECT CASE WHEN octet_length($1) > 64 THEN $1
+        ELSE COALESCE((ts_lexize('pkb_english_stem'::regdictionary, $1))[1], $1) END
 $$;
 
 CREATE FUNCTION pkb_quote_lexeme(text) RETURNS text
@@ -505,8 +506,9 @@ mod tests {
     }
 
     /// PostgreSQL's Snowball English stems (`pkb_stem`) are the SQLite store's
-    /// ([`crate::store::stemming`]), on every word of the project's documentation: both
-    /// engines then find the same inflected forms.
+    /// ([`crate::store::stemming`]), on every word of the project's documentation and on a
+    /// word over 64 bytes, which both leave whole: both engines then find the same inflected
+    /// forms.
     #[tokio::test]
     async fn postgresql_stems_every_word_as_the_sqlite_store_does() {
         let Some(admin) = testing::admin_url() else {
@@ -522,7 +524,8 @@ mod tests {
             include_str!("../../../../README.md"),
         ]
         .concat()
-        .to_lowercase();
+        .to_lowercase()
+            + &format!(" {}ing", "a".repeat(64));
         let mut words: Vec<&str> = text
             .split(|c: char| !c.is_ascii_alphabetic())
             .filter(|word| word.len() > 1)
