@@ -64,8 +64,18 @@ fn pkb_file(dir: &Path, n: usize) -> PathBuf {
     path
 }
 
+/// Takes a store back to how version 9 made it: no stems in the search vocabulary.
+fn without_stems(conn: &rusqlite::Connection) {
+    conn.execute_batch(
+        "DROP INDEX search_terms_by_stem; ALTER TABLE search_terms DROP COLUMN stem;
+         PRAGMA user_version = 9;",
+    )
+    .unwrap();
+}
+
 /// Takes a store back to how version 7 made it: no generation of the vectors.
 fn without_vector_generation(conn: &rusqlite::Connection) {
+    without_stems(conn);
     conn.execute_batch("DROP TABLE vector_generation; PRAGMA user_version = 7;")
         .unwrap();
 }
@@ -543,11 +553,11 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
         // Version 1 had no search vocabulary, and indexed the notes unfolded, keeping no
         // prefixes: take the current store back to it.
         let conn = rusqlite::Connection::open(&path).unwrap();
+        index_unfolded(&conn, "", 1);
         conn.execute_batch(
             "DROP TABLE search_terms; DROP TABLE note_terms; DROP TABLE search_stats;",
         )
         .unwrap();
-        index_unfolded(&conn, "", 1);
     }
     let store = sqlite::open(&path, true).unwrap();
     block_on(async {
@@ -667,6 +677,7 @@ fn a_version_8_store_gets_the_count_of_removals() {
     let path = pkb_file(dir.path(), 3);
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
+        without_stems(&conn);
         conn.execute_batch(
             "ALTER TABLE vector_generation DROP COLUMN removals;
              UPDATE vector_generation SET generation = 5; PRAGMA user_version = 8;",
@@ -700,14 +711,7 @@ fn a_version_9_store_gets_the_stems_of_its_terms_and_finds_inflected_forms() {
         ))
         .unwrap();
         drop(store);
-        // Version 9's vocabulary had no stems.
-        rusqlite::Connection::open(&path)
-            .unwrap()
-            .execute_batch(
-                "DROP INDEX search_terms_by_stem; ALTER TABLE search_terms DROP COLUMN stem;
-                 PRAGMA user_version = 9;",
-            )
-            .unwrap();
+        without_stems(&rusqlite::Connection::open(&path).unwrap());
     }
     let store = sqlite::open(&path, true).unwrap();
     block_on(async {
