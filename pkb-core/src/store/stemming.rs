@@ -5,7 +5,7 @@
 //! terms as the index holds them: folded and lowercase. SQLite's store keeps each term's stem
 //! in its vocabulary and expands a query word to the terms of the same stem. PostgreSQL's
 //! store computes the same stems in SQL with its own Snowball English dictionary, which gives
-//! the same stems as this one (a test compares them on every word of the test corpus).
+//! the same stems as this one (a test compares them on every word of PKB's documentation).
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
