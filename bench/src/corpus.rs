@@ -244,40 +244,55 @@ pub fn query_words(query: &str) -> Vec<String> {
         .collect()
 }
 
-/// Which notes hold each token, by position in load order.
+/// The English Snowball stem of a folded token, as the store takes it (`store/stemming.rs`).
+fn stem(token: &str) -> String {
+    static ENGLISH: std::sync::LazyLock<rust_stemmers::Stemmer> = std::sync::LazyLock::new(|| {
+        rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English)
+    });
+    if token.len() > 64 {
+        return token.to_owned();
+    }
+    ENGLISH.stem(token).into_owned()
+}
+
+/// Which notes hold each token, by position in load order, and the tokens of each stem.
 #[derive(Default)]
 pub struct Index {
     postings: BTreeMap<String, Vec<u32>>,
+    by_stem: HashMap<String, Vec<String>>,
 }
 
 impl Index {
     /// An index over `notes`; a note's number is its position.
     pub fn new<'a>(notes: impl IntoIterator<Item = &'a Note>) -> Self {
-        let mut postings: HashMap<String, Vec<u32>> = HashMap::new();
+        let mut index = Index::default();
         for (i, note) in notes.into_iter().enumerate() {
-            for token in note_tokens(note) {
-                let list = postings.entry(token).or_default();
-                if list.last() != Some(&(i as u32)) {
-                    list.push(i as u32);
-                }
-            }
+            index.add(i as u32, note);
         }
-        Index {
-            postings: postings.into_iter().collect(),
-        }
+        index
     }
 
     /// Adds note number `n`, which must be higher than every number indexed so far.
     pub fn add(&mut self, n: u32, note: &Note) {
         for token in note_tokens(note) {
-            let list = self.postings.entry(token).or_default();
+            let list = match self.postings.get_mut(&token) {
+                Some(list) => list,
+                None => {
+                    self.by_stem
+                        .entry(stem(&token))
+                        .or_default()
+                        .push(token.clone());
+                    self.postings.entry(token).or_default()
+                }
+            };
             if list.last() != Some(&n) {
                 list.push(n);
             }
         }
     }
 
-    /// Every note matching all words of `query` (each as a prefix), newest first.
+    /// Every note matching all words of `query` (each as a prefix, or as a token of its
+    /// stem), newest first.
     pub fn search(&self, query: &str) -> Vec<u32> {
         let words = query_words(query);
         if words.is_empty() {
@@ -285,11 +300,18 @@ impl Index {
         }
         let mut result: Option<Vec<u32>> = None;
         for word in words {
+            let forms = self.by_stem.get(&stem(&word)).into_iter().flatten();
             let mut matches: Vec<u32> = self
                 .postings
                 .range(word.clone()..)
                 .take_while(|(token, _)| token.starts_with(&word))
                 .flat_map(|(_, list)| list.iter().copied())
+                .chain(
+                    forms
+                        .filter_map(|form| self.postings.get(form))
+                        .flatten()
+                        .copied(),
+                )
                 .collect();
             matches.sort_unstable();
             matches.dedup();

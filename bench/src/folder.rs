@@ -96,7 +96,7 @@ pub fn run(
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for k in 0..calls {
             if what == "search" {
-                let query = json!({"query": words[k % words.len()]});
+                let query = json!({"query": words[k % words.len()], "mode": "words"});
                 a.push(timed_search(&mut on_files, &query)?);
                 b.push(timed_search(&mut on_sqlite, &query)?);
                 continue;
@@ -137,7 +137,8 @@ pub fn run(
         let changed = Instant::now();
         std::fs::write(&path, format!("{text}{word}\n")).map_err(|e| e.to_string())?;
         loop {
-            let (id, line) = on_files.tool_request("search", &json!({"query": word}));
+            let (id, line) =
+                on_files.tool_request("search", &json!({"query": word, "mode": "words"}));
             let (_, answer) = on_files.round_trip(id, &line)?;
             let found = answer
                 .pointer("/result/structuredContent/results/0/id")

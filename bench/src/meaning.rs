@@ -97,7 +97,7 @@ pub fn run(
         .take(100)
         .map(|w| Call {
             tool: "search",
-            args: json!({"query": w}),
+            args: json!({"query": w, "mode": "words"}),
             expect: Expect::Ranked { limit: 10 },
         })
         .collect();

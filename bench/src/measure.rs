@@ -67,7 +67,7 @@ pub fn search_calls(queries: &[String], index: &Index) -> Vec<Call> {
                 .clone();
             Call {
                 tool: "search",
-                args: json!({ "query": q }),
+                args: json!({ "query": q, "mode": "words" }),
                 expect: Expect::Search { limit: 10, matches },
             }
         })

@@ -64,8 +64,18 @@ fn pkb_file(dir: &Path, n: usize) -> PathBuf {
     path
 }
 
+/// Takes a store back to how version 9 made it: no stems in the search vocabulary.
+fn without_stems(conn: &rusqlite::Connection) {
+    conn.execute_batch(
+        "DROP INDEX search_terms_by_stem; ALTER TABLE search_terms DROP COLUMN stem;
+         PRAGMA user_version = 9;",
+    )
+    .unwrap();
+}
+
 /// Takes a store back to how version 7 made it: no generation of the vectors.
 fn without_vector_generation(conn: &rusqlite::Connection) {
+    without_stems(conn);
     conn.execute_batch("DROP TABLE vector_generation; PRAGMA user_version = 7;")
         .unwrap();
 }
@@ -417,15 +427,15 @@ fn refuses_a_store_from_a_newer_version() {
     let path = pkb_file(dir.path(), 3);
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.pragma_update(None, "user_version", 10).unwrap();
+        conn.pragma_update(None, "user_version", 11).unwrap();
     }
     let err = refused(&path, true);
     assert!(
         matches!(
             err,
             StoreError::TooNew {
-                found: 10,
-                supported: 9,
+                found: 11,
+                supported: 10,
                 ..
             }
         ),
@@ -434,7 +444,7 @@ fn refuses_a_store_from_a_newer_version() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} was written by a newer PKB (schema version 10, this build reads up to 9)",
+            "{} was written by a newer PKB (schema version 11, this build reads up to 10)",
             path.display()
         )
     );
@@ -477,7 +487,7 @@ fn a_missing_file_is_created_with_its_folders() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(app_id, 0x504B_4231);
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     assert_eq!(mode, "wal");
 }
 
@@ -543,11 +553,11 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
         // Version 1 had no search vocabulary, and indexed the notes unfolded, keeping no
         // prefixes: take the current store back to it.
         let conn = rusqlite::Connection::open(&path).unwrap();
+        index_unfolded(&conn, "", 1);
         conn.execute_batch(
             "DROP TABLE search_terms; DROP TABLE note_terms; DROP TABLE search_stats;",
         )
         .unwrap();
-        index_unfolded(&conn, "", 1);
     }
     let store = sqlite::open(&path, true).unwrap();
     block_on(async {
@@ -566,7 +576,7 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let (notes, indexed): (i64, i64) = conn
         .query_row(
             "SELECT (SELECT notes FROM search_stats), (SELECT count(*) FROM note_terms)",
@@ -617,7 +627,7 @@ fn a_version_4_store_keeps_each_note_as_its_version_1() {
     });
     drop(store);
     let (version, _) = version_and_index(&path);
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
 }
 
 #[test]
@@ -644,7 +654,7 @@ fn a_version_7_store_keeps_its_vectors_and_counts_their_changes_from_then() {
     block_on(store.verify()).unwrap();
     drop(store);
     let (version, _) = version_and_index(&path);
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let conn = rusqlite::Connection::open(&path).unwrap();
     assert_eq!(
         vectors(&conn),
@@ -667,6 +677,7 @@ fn a_version_8_store_gets_the_count_of_removals() {
     let path = pkb_file(dir.path(), 3);
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
+        without_stems(&conn);
         conn.execute_batch(
             "ALTER TABLE vector_generation DROP COLUMN removals;
              UPDATE vector_generation SET generation = 5; PRAGMA user_version = 8;",
@@ -676,7 +687,7 @@ fn a_version_8_store_gets_the_count_of_removals() {
     let store = sqlite::open(&path, true).unwrap();
     block_on(store.verify()).unwrap();
     drop(store);
-    assert_eq!(version_and_index(&path).0, 9);
+    assert_eq!(version_and_index(&path).0, 10);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let generation: (i64, i64) = conn
         .query_row(
@@ -686,6 +697,53 @@ fn a_version_8_store_gets_the_count_of_removals() {
         )
         .unwrap();
     assert_eq!(generation, (5, 0), "the generation stays where it was");
+}
+
+#[test]
+fn a_version_9_store_gets_the_stems_of_its_terms_and_finds_inflected_forms() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 3);
+    {
+        let store = sqlite::open(&path, true).unwrap();
+        block_on(store.put(
+            draft("release", "We deploy on Fridays"),
+            PutMode::CreateOnly,
+        ))
+        .unwrap();
+        drop(store);
+        without_stems(&rusqlite::Connection::open(&path).unwrap());
+    }
+    let store = sqlite::open(&path, true).unwrap();
+    block_on(async {
+        assert_eq!(store.count().await.unwrap(), 7, "no note lost or reseeded");
+        for query in ["deploying", "deployed", "deployments"] {
+            let hits = store.search(query, &[], 10).await.unwrap();
+            let mut ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+            ids.sort_unstable();
+            assert_eq!(ids, ["deploy-checklist", "release"], "{query}");
+        }
+        store.verify().await.unwrap();
+    });
+    drop(store);
+    assert_eq!(version_and_index(&path).0, 10);
+}
+
+#[test]
+fn verify_reports_stems_the_stemmer_no_longer_gives_and_rebuild_mends_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pkb_file(dir.path(), 3);
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("UPDATE search_terms SET stem = 'elsewhere' WHERE term = 'body'")
+        .unwrap();
+    let store = open_checked(&path).unwrap();
+    let err = block_on(store.verify()).expect_err("the stale stem is found");
+    assert!(
+        err.to_string().contains("1 terms hold another stem"),
+        "{err}"
+    );
+    block_on(store.rebuild_indexes()).unwrap();
+    block_on(store.verify()).expect("in step after the rebuild");
 }
 
 #[test]
@@ -717,7 +775,7 @@ fn a_version_5_store_gets_the_links_of_every_note() {
     });
     drop(store);
     let (version, _) = version_and_index(&path);
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
 }
 
 #[test]
@@ -743,7 +801,7 @@ fn a_version_2_store_gets_the_prefix_index_and_its_notes_stay_searchable() {
     });
     drop(store);
     let (version, sql) = version_and_index(&path);
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     assert!(sql.contains("prefix = '2 3'"), "{sql}");
 }
 
@@ -783,7 +841,7 @@ fn a_version_3_store_is_indexed_folded_and_finds_what_its_notes_read_as() {
     });
     drop(store);
     let (version, sql) = version_and_index(&path);
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     assert!(sql.contains("content = 'notes_folded'"), "{sql}");
 }
 

@@ -373,7 +373,13 @@ fn check_and_reindex_look_after_a_postgresql_store() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(pkb(&["--db", &url, "check"]).status.success());
-    let found = pkb(&["--db", &url, "call", "search", r#"{"query": "things"}"#]);
+    let found = pkb(&[
+        "--db",
+        &url,
+        "call",
+        "search",
+        r#"{"query": "things", "mode": "words"}"#,
+    ]);
     assert!(String::from_utf8_lossy(&found.stdout).contains("\"todo\""));
 
     // An unreachable database: a clear error, naming neither user nor password.

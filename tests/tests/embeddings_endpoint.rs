@@ -166,7 +166,7 @@ async fn search_by_meaning_through_an_embeddings_endpoint() {
     let error = meaning(&client, "saturn").await.unwrap_err();
     assert!(error.contains(&format!("the embeddings endpoint {url}/embeddings answered 503")), "{error}");
     write(&client, "Garden", "tomatoes basil compost").await;
-    let words = structured(&call(&client, "search", json!({"query": "compost"})).await);
+    let words = structured(&call(&client, "search", json!({"query": "compost", "mode": "words"})).await);
     assert_eq!(words["results"][0]["id"], "garden");
 
     // Vectors of another size than before: refused, named.

@@ -276,7 +276,7 @@ async fn restore_brings_back_an_old_title_and_a_deleted_note() {
     let now = note(&client, "recipe").await;
     assert_eq!(now["title"], "Bread");
     assert_eq!(now["created_at"], created_at, "it is the same note, made when it was");
-    let found = structured(&call(&client, "search", json!({"query": "water"})).await);
+    let found = structured(&call(&client, "search", json!({"query": "water", "mode": "words"})).await);
     assert_eq!(found["results"][0]["id"], "recipe");
     for _ in 0..100 {
         if *handler.list_changed.lock().unwrap() > changed_before {

@@ -43,7 +43,7 @@ async fn a_quiet_server_merges_the_segments_its_writes_added() {
     let found = call(
         &client,
         "search",
-        json!({"query": "merged words", "limit": 50}),
+        json!({"query": "merged words", "limit": 50, "mode": "words"}),
     )
     .await;
     let hits = structured(&found)["results"].as_array().unwrap().len();

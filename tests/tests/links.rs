@@ -72,7 +72,7 @@ async fn words_inside_links_stay_searchable() {
     let client = connect_memory().await;
     write(&client, "Weekly", "Check the [[Deploy checklist]] before the [[Quarterly roadmap|roadmap]].").await;
     for query in ["checklist", "quarterly", "roadmap"] {
-        let found = structured(&call(&client, "search", json!({"query": query})).await);
+        let found = structured(&call(&client, "search", json!({"query": query, "mode": "words"})).await);
         let ids: Vec<&str> = found["results"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
         assert!(ids.contains(&"weekly"), "{query}: {ids:?}");
     }

@@ -41,13 +41,16 @@ async fn meaning_finds_a_paraphrase_and_hybrid_fuses_both() {
     ] {
         structured(&call(&client, "write", json!({"title": title, "body": body, "tags": tags})).await);
     }
-    assert!(ids(&client, json!({"query": "automobile repair"})).await.is_empty(), "no word matches");
+    assert!(ids(&client, json!({"query": "automobile repair", "mode": "words"})).await.is_empty(), "no word matches");
     let found = settled(&client, json!({"query": "automobile repair", "mode": "meaning"}), "fixing-the-car").await;
     assert_eq!(found.first().map(String::as_str), Some("fixing-the-car"), "{found:?}");
     let found = settled(&client, json!({"query": "food shopping", "mode": "meaning"}), "grocery-list").await;
     assert_eq!(found.first().map(String::as_str), Some("grocery-list"), "{found:?}");
     let hybrid = ids(&client, json!({"query": "brakes shopping", "mode": "hybrid"})).await;
     assert!(hybrid.contains(&"fixing-the-car".to_owned()) && hybrid.contains(&"grocery-list".to_owned()), "{hybrid:?}");
+    assert_eq!(ids(&client, json!({"query": "brakes shopping"})).await, hybrid, "a search without mode is hybrid");
+    let found = ids(&client, json!({"query": "automobile repair"})).await;
+    assert_eq!(found.first().map(String::as_str), Some("fixing-the-car"), "the default finds a paraphrase: {found:?}");
     let tagged = ids(&client, json!({"query": "automobile repair", "mode": "meaning", "tags": ["home"]})).await;
     assert_eq!(tagged, ["grocery-list"]);
     let limited = ids(&client, json!({"query": "anything at all", "mode": "meaning", "limit": 1})).await;

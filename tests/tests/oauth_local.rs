@@ -868,7 +868,9 @@ async fn accounts_are_isolated_and_a_token_of_the_same_name_is_the_same_user() {
         fetched.result()["content"][0]["text"],
         "No note found with ID: alice-secret"
     );
-    let found = bob_session.call("search", json!({"query": "secret"})).await;
+    let found = bob_session
+        .call("search", json!({"query": "secret", "mode": "words"}))
+        .await;
     assert_eq!(found.result()["structuredContent"]["results"], json!([]));
     let listed = bob_session.request("resources/list", json!({})).await;
     assert!(!listed.body.contains("alice-secret"), "{listed:?}");

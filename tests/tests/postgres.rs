@@ -326,7 +326,7 @@ async fn a_database_that_stops_answering_fails_calls_and_then_serves_again() {
     for (tool, arguments) in [
         ("fetch", json!({"id": "todo"})),
         ("write", json!({"title": "While frozen", "body": ""})),
-        ("search", json!({"query": "todo"})),
+        ("search", json!({"query": "todo", "mode": "words"})),
     ] {
         let answer = tokio::time::timeout(Duration::from_secs(120), call(&client, tool, arguments))
             .await

@@ -332,7 +332,7 @@ fn calls_in_flight_when_input_ends_are_all_answered() {
         let (name, arguments) = if id % 2 == 0 {
             ("write", json!({"title": format!("Late {id}"), "body": "x"}))
         } else {
-            ("search", json!({"query": "deploy"}))
+            ("search", json!({"query": "deploy", "mode": "words"}))
         };
         burst.push_str(&tool_call(id, name, arguments).to_string());
         burst.push('\n');

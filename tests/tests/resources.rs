@@ -426,7 +426,7 @@ async fn delete_removes_a_note_from_every_surface_and_tells_subscribers() {
 
     let fetched = call(&client, "fetch", json!({"id": "deploy-checklist"})).await;
     support::assert_error(&fetched, "No note found with ID: deploy-checklist");
-    let found = call(&client, "search", json!({"query": "verify health"})).await;
+    let found = call(&client, "search", json!({"query": "verify health", "mode": "words"})).await;
     let ids: Vec<Value> = structured(&found)["results"]
         .as_array()
         .unwrap()

@@ -108,7 +108,7 @@ fn five_hundred_calls_written_at_once_are_each_answered_once() {
         let (message, kind) = match id % 3 {
             0 => (tool_call(id, "fetch", json!({"id": "todo"})), "fetch"),
             1 => (
-                tool_call(id, "search", json!({"query": "deploy"})),
+                tool_call(id, "search", json!({"query": "deploy", "mode": "words"})),
                 "search",
             ),
             _ => (
@@ -255,7 +255,12 @@ fn four_servers_on_one_store_write_and_search_side_by_side() {
                     );
                     burst.push('\n');
                     burst.push_str(
-                        &tool_call(id + 500, "search", json!({"query": "shared"})).to_string(),
+                        &tool_call(
+                            id + 500,
+                            "search",
+                            json!({"query": "shared", "mode": "words"}),
+                        )
+                        .to_string(),
                     );
                     burst.push('\n');
                 }

@@ -437,7 +437,12 @@ async fn users_never_see_each_others_notes_in(store_args: &[&str]) {
     }
 
     // Search, fetch, resources, completions: nothing of alice's reaches bob.
-    let found = call(&bob_client, "search", json!({"query": "secret"})).await;
+    let found = call(
+        &bob_client,
+        "search",
+        json!({"query": "secret", "mode": "words"}),
+    )
+    .await;
     assert_eq!(structured(&found)["results"], json!([]));
     let fetched = call(&bob_client, "fetch", json!({"id": "secret-plan"})).await;
     assert_eq!(text(&fetched), "No note found with ID: secret-plan");

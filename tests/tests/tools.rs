@@ -28,9 +28,25 @@ async fn echo_returns_the_text_as_is() {
 
 every_revision! {
 #[tokio::test]
+async fn inflected_forms_find_the_word_with_no_mode_and_in_words() {
+    let client = connect_memory().await;
+    structured(&call(&client, "write", json!({"title": "Release day", "body": "We deploy on Fridays."})).await);
+    for query in ["deploying", "deployment", "deployed", "deploys"] {
+        for arguments in [json!({"query": query}), json!({"query": query, "mode": "words"})] {
+            let found = structured(&call(&client, "search", arguments.clone()).await);
+            let ids: Vec<&str> = found["results"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+            assert!(ids.contains(&"release-day"), "{arguments}: {ids:?}");
+        }
+    }
+    client.cancel().await.unwrap();
+}
+}
+
+every_revision! {
+#[tokio::test]
 async fn search_finds_by_prefix_and_tags_without_bodies() {
     let client = connect_memory().await;
-    let found = structured(&call(&client, "search", json!({"query": "  dep  "})).await);
+    let found = structured(&call(&client, "search", json!({"query": "  dep  ", "mode": "words"})).await);
     let results = found["results"].as_array().unwrap();
     assert_eq!(results.len(), 1);
     assert_eq!(results[0]["id"], "deploy-checklist");
@@ -43,7 +59,7 @@ async fn search_finds_by_prefix_and_tags_without_bodies() {
         &call(
             &client,
             "search",
-            json!({"query": "deploy", "tags": ["todo"]}),
+            json!({"query": "deploy", "tags": ["todo"], "mode": "words"}),
         )
         .await,
     );
@@ -52,7 +68,7 @@ async fn search_finds_by_prefix_and_tags_without_bodies() {
         &call(
             &client,
             "search",
-            json!({"query": "\"deploy\" AND (x* OR NEAR:"}),
+            json!({"query": "\"deploy\" AND (x* OR NEAR:", "mode": "words"}),
         )
         .await,
     );
@@ -131,12 +147,12 @@ async fn search_limits_are_enforced() {
     let at_limits = call(
         &client,
         "search",
-        json!({"query": "é".repeat(200), "limit": 50, "tags": vec!["t"; 20]}),
+        json!({"query": "é".repeat(200), "limit": 50, "tags": vec!["t"; 20], "mode": "words"}),
     )
     .await;
     assert_eq!(structured(&at_limits)["results"], json!([]));
     // `1.0` is an integer to JSON Schema.
-    let whole = call(&client, "search", json!({"query": "deploy", "limit": 1.0})).await;
+    let whole = call(&client, "search", json!({"query": "deploy", "limit": 1.0, "mode": "words"})).await;
     assert_eq!(structured(&whole)["results"].as_array().unwrap().len(), 1);
     client.cancel().await.unwrap();
 }
@@ -298,7 +314,7 @@ async fn write_limits_count_characters_not_bytes() {
         assert_error(&call(&client, "write", args).await, expected);
     }
     // Nothing was written by the rejected calls.
-    let found = structured(&call(&client, "search", json!({"query": "t", "limit": 50})).await);
+    let found = structured(&call(&client, "search", json!({"query": "t", "limit": 50, "mode": "words"})).await);
     assert!(
         found["results"]
             .as_array()
@@ -359,7 +375,7 @@ async fn right_to_left_marks_and_four_byte_characters_count_as_one_each() {
         &nul,
         "invalid arguments: title: must be one line without control characters",
     );
-    let found = structured(&call(&client, "search", json!({"query": "nul"})).await);
+    let found = structured(&call(&client, "search", json!({"query": "nul", "mode": "words"})).await);
     assert_eq!(found["results"], json!([]), "nothing was written");
     client.cancel().await.unwrap();
 }
@@ -388,7 +404,7 @@ async fn separators_bidi_overrides_and_invisible_titles_are_refused() {
     )
     .await;
     assert_error(&tagged, "invalid arguments: tags[1]: must hold a visible character");
-    let listed = structured(&call(&client, "search", json!({"query": "gpj"})).await);
+    let listed = structured(&call(&client, "search", json!({"query": "gpj", "mode": "words"})).await);
     assert_eq!(listed["results"], json!([]), "nothing was written");
     client.cancel().await.unwrap();
 }

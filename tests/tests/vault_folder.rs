@@ -116,7 +116,7 @@ async fn the_files_are_the_notes_and_outside_edits_reach_every_tool() {
     run("sed", &["-i", "s/milk/milk and eggs/", "inbox.md"], vault.path());
     until(&client, "groceries", body_is("milk and eggs")).await;
     assert_eq!(history_by(&client, "groceries").await[0], ("replaced".into(), "file".into()));
-    let found = structured(&call(&client, "search", json!({"query": "eggs"})).await);
+    let found = structured(&call(&client, "search", json!({"query": "eggs", "mode": "words"})).await);
     assert_eq!(found["results"][0]["id"], "groceries");
     let start = Instant::now();
     while !handler.updated.lock().unwrap().iter().any(|uri| uri == "pkb://notes/groceries") {

@@ -244,13 +244,19 @@ async fn a_folder_swapped_for_a_link_outside_is_never_read_or_written_through() 
         std::fs::read_to_string(outside.path().join("a.md")).unwrap(),
         "# A\n\nsecret outside\n"
     );
-    let ids: HashSet<String> =
-        structured(&call(&client, "search", json!({"query": "secret"})).await)["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|hit| hit["id"].as_str().unwrap().to_owned())
-            .collect();
+    let ids: HashSet<String> = structured(
+        &call(
+            &client,
+            "search",
+            json!({"query": "secret", "mode": "words"}),
+        )
+        .await,
+    )["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|hit| hit["id"].as_str().unwrap().to_owned())
+        .collect();
     assert!(ids.is_empty(), "the outside file became a note: {ids:?}");
     // The note's file is out of the vault's sight now: the note is gone (a version of it
     // kept), and no version ever held the outside file's text.

@@ -14,6 +14,7 @@ pub mod postgres;
 mod query_words;
 mod seed;
 pub mod sqlite;
+mod stemming;
 
 pub use engine::NoteEngine;
 pub use history::{

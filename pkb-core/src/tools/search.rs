@@ -33,26 +33,27 @@ pub struct SearchResult {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
-    /// Every word must match, as a word or a word's start: for names, terms and exact words.
-    #[default]
+    /// Every word must match, as a word, its start or an inflected form: names, exact terms.
     Words,
-    /// Notes nearest in meaning, whatever their words: for a question or a description.
+    /// Notes nearest in meaning, whatever their words.
     Meaning,
-    /// Both, fused; a note may match only some of the words: the best default for a question.
+    /// Both fused, a note matching only some of the words: questions, descriptions; default.
+    #[default]
     Hybrid,
 }
 
-/// Searches notes. `words` (the default): every word must match (as a word or a word's start,
-/// ignoring case and accents) in the title, tags or body, title matches first: use it for
-/// names and exact terms. `meaning`: the notes closest in meaning to the query, with no word
-/// needing to match: use it for a description in other words than the note's ("car repairs"
-/// finds "the mechanic replaced the brakes"). `hybrid`: both fused, where some of the words
-/// matching is enough: use it for a question. Returns IDs and titles only: use `fetch` to read
-/// a note.
+/// Searches notes. `hybrid` (the default) fits a question or a description: it fuses the notes
+/// nearest in meaning with those holding the most of the query's words, so a note saying it in
+/// other words, or holding only some of them, is found. `words` fits names and
+/// exact terms: every word must match (as a word, a word's start or an inflected form,
+/// ignoring case and accents: `deploying` finds "deploy") in the title, tags or body, title
+/// matches first. `meaning`: only the notes closest in meaning, with no word needing to match
+/// ("car repairs" finds "the mechanic replaced the brakes"). Returns IDs and titles only: use
+/// `fetch` to read a note.
 #[pkb_tool(collect = false, read_only, idempotent)]
 pub async fn search(
     #[state] store: &Store,
-    /// Words to look for, for example `deploy check`.
+    /// What to look for: a question, a description, or words, for example `deploy check`.
     #[arg(trim, min_len = 1, max_len = 200)]
     query: String,
     /// Only notes that carry all of these tags.
@@ -61,7 +62,7 @@ pub async fn search(
     /// The most results to return.
     #[arg(default = 10, min = 1, max = 50)]
     limit: u32,
-    /// `words` (default), `meaning` or `hybrid`.
+    /// `hybrid` (default), `words` or `meaning`.
     #[arg(default)]
     mode: SearchMode,
 ) -> Result<SearchOutput, ToolError> {

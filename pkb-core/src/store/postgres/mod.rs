@@ -460,7 +460,7 @@ impl PgNotes {
             words: rows
                 .iter()
                 .map(|row| word_search::WordCount {
-                    prefix_query: row.get(0),
+                    query: row.get(0),
                     newest_holding: row.get(1),
                     held_anywhere: row.get(3),
                 })

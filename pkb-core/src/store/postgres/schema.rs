@@ -7,7 +7,7 @@ use tokio_postgres::error::SqlState;
 use crate::store::StoreError;
 
 /// The newest schema version this build writes and reads.
-pub(super) const SCHEMA_VERSION: i32 = 11;
+pub(super) const SCHEMA_VERSION: i32 = 12;
 
 /// The advisory lock every PKB instance takes while it migrates ("pkb" in ASCII).
 const MIGRATION_LOCK: i64 = 0x706b62;
@@ -297,8 +297,76 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 "#;
 
+/// Version 12: inflected forms (`deploying`, `deployment` find "deploy", `deploy` finds
+/// "deploying"), as SQLite's store finds them ([`crate::store::stemming`]). Each lexeme's stem
+/// is Snowball's English one, from a dictionary of PostgreSQL's own snowball template without
+/// stop words (`pkb_stem`): it gives the stems the SQLite store's stemmer gives (a test
+/// compares them), and leaves a lexeme over 64 bytes whole, as that stemmer does. A note's search vector also holds, at the same positions and weights, the
+/// stem of each of its lexemes that is not its own stem, marked by a leading U+0001, which
+/// PostgreSQL's parser never leaves in a lexeme, so that no query word's prefix reaches the
+/// stems. A query's lexeme `L` of stem `s` becomes `('L':* | '\x01s' | 's')`: the words it
+/// starts, the words of its stem, and the stem itself as a word, where the stem is its own
+/// stem; so a note's word matches when it starts with `L` or has the stem `s`, and
+/// `running` finds "run" and "runs" but not "runway". The query's lexemes are ANDed, each
+/// with its forms, as `to_tsvector` makes them (a compound's parts as words of their own,
+/// where they were a phrase before: a note holding the compound holds them too); a query of
+/// no lexeme is NULL, which matches nothing, where an empty tsquery did the same with a notice
+/// at every call. The search vectors are computed again.
+const V12: &str = r#"
+CREATE TEXT SEARCH DICTIONARY pkb_english_stem (TEMPLATE = snowball, Language = english);
+
+CREATE FUNCTION pkb_stem(text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN octet_length($1) > 64 THEN $1
+        ELSE COALESCE((ts_lexize('pkb_english_stem'::regdictionary, $1))[1], $1) END
+$$;
+
+CREATE FUNCTION pkb_quote_lexeme(text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT '''' || replace(replace($1, E'\\', E'\\\\'), '''', '''''') || ''''
+$$;
+
+CREATE FUNCTION pkb_stems(tsvector) RETURNS tsvector
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT COALESCE(string_agg(
+        pkb_quote_lexeme(E'\x01' || stem) || ':' || (
+            SELECT string_agg(position::text || weight, ',')
+            FROM unnest(word.positions, word.weights) AS at (position, weight)
+        ), ' '), '')::tsvector
+    FROM unnest($1) AS word, LATERAL (SELECT pkb_stem(word.lexeme) AS stem) AS stemmed
+    WHERE stem <> word.lexeme
+$$;
+
+CREATE OR REPLACE FUNCTION pkb_search_vector(title text, tags text[], body text) RETURNS tsvector
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT words || pkb_stems(words) FROM (
+        SELECT setweight(to_tsvector('simple', pkb_fold(title)), 'A')
+            || setweight(to_tsvector('simple', pkb_fold(array_to_string(tags, ' '))), 'B')
+            || setweight(to_tsvector('simple', pkb_fold(body)), 'C') AS words
+    ) AS folded
+$$;
+
+CREATE FUNCTION pkb_word_query(lexeme text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT '(' || pkb_quote_lexeme(lexeme) || ':* | ' || pkb_quote_lexeme(E'\x01' || stem)
+        || CASE WHEN stem <> lexeme AND pkb_stem(stem) = stem
+            THEN ' | ' || pkb_quote_lexeme(stem) ELSE '' END
+        || ')'
+    FROM (SELECT pkb_stem(lexeme) AS stem) AS stemmed
+$$;
+
+CREATE OR REPLACE FUNCTION pkb_query(text) RETURNS tsquery
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT string_agg(pkb_word_query(lexeme), ' & ')::tsquery
+    FROM unnest(tsvector_to_array(to_tsvector('simple', pkb_fold($1)))) AS lexeme
+$$;
+
+UPDATE pkb_notes SET search = pkb_search_vector(title, tags, body);
+"#;
+
 /// Every migration, in order: `MIGRATIONS[n]` takes version `n` to `n + 1`.
-const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] =
+    [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
 
 /// Fills the link columns of every note from its title and body, in the caller's
 /// transaction: at the migration to version 6, and for `reindex`.
@@ -411,28 +479,131 @@ mod tests {
     use super::*;
     use crate::store::postgres::{PgDatabase, testing};
 
+    /// A scratch database as schema version `version` left it, holding notes of the user
+    /// `someone`: `(id, title, tags as an array literal, body)`, plain text without quotes.
+    async fn database_at(
+        admin: &str,
+        version: usize,
+        notes: &[(&str, &str, &str, &str)],
+    ) -> String {
+        let url = testing::scratch_database(admin).await;
+        let mut sql = MIGRATIONS[..version].join("\n");
+        sql.push_str(&format!(
+            "CREATE TABLE pkb_schema (version integer NOT NULL);
+            INSERT INTO pkb_schema VALUES ({version});
+            INSERT INTO pkb_users (owner) VALUES ('someone');"
+        ));
+        for (id, title, tags, body) in notes {
+            sql.push_str(&format!(
+                "INSERT INTO pkb_notes (owner, id, title, tags, body, created_at, updated_at, search)
+                VALUES ('someone', '{id}', '{title}', '{tags}', '{body}',
+                    '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z',
+                    pkb_search_vector('{title}', '{tags}', '{body}'));"
+            ));
+        }
+        testing::execute(&url, &sql).await;
+        url
+    }
+
+    /// PostgreSQL's Snowball English stems (`pkb_stem`) are the SQLite store's
+    /// ([`crate::store::stemming`]), on every word of the project's documentation and on a
+    /// word over 64 bytes, which both leave whole: both engines then find the same inflected
+    /// forms.
+    #[tokio::test]
+    async fn postgresql_stems_every_word_as_the_sqlite_store_does() {
+        let Some(admin) = testing::admin_url() else {
+            return;
+        };
+        let url = testing::database(&admin, "pkb_unit_tests").await;
+        let database = PgDatabase::connect(&url, false).await.expect("connect");
+        drop(database);
+        let text = [
+            include_str!("../../../../docs/search.md"),
+            include_str!("../../../../docs/storage.md"),
+            include_str!("../../../../docs/architecture.md"),
+            include_str!("../../../../README.md"),
+        ]
+        .concat()
+        .to_lowercase()
+            + &format!(" {}ing", "a".repeat(64));
+        let mut words: Vec<&str> = text
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .filter(|word| word.len() > 1)
+            .collect();
+        words.extend([
+            "deploying",
+            "deployment",
+            "dying",
+            "skies",
+            "happiness",
+            "generously",
+        ]);
+        words.sort_unstable();
+        words.dedup();
+        assert!(words.len() > 1_500, "{}", words.len());
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let rows = client
+            .query(
+                "SELECT word, pkb_stem(word) FROM unnest($1::text[]) AS word",
+                &[&words],
+            )
+            .await
+            .unwrap();
+        let differing: Vec<(String, String, String)> = rows
+            .iter()
+            .map(|row| (row.get::<_, String>(0), row.get::<_, String>(1)))
+            .filter_map(|(word, theirs)| {
+                let ours = crate::store::stemming::stem(&word).into_owned();
+                (ours != theirs).then_some((word, ours, theirs))
+            })
+            .collect();
+        assert_eq!(rows.len(), words.len());
+        assert!(
+            differing.is_empty(),
+            "(word, SQLite's, PostgreSQL's): {differing:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_version_11_database_is_stemmed_and_finds_inflected_forms() {
+        let Some(admin) = testing::admin_url() else {
+            return;
+        };
+        let url = database_at(
+            &admin,
+            11,
+            &[
+                ("release", "Release", "{}", "We deploy on Fridays"),
+                ("rollout", "Rollout", "{}", "Deploying the build"),
+            ],
+        )
+        .await;
+        let database = PgDatabase::connect(&url, true).await.unwrap();
+        let store = database.store_for("someone");
+        for query in ["deployed", "deployment", "deploy"] {
+            let hits = store.search(query, &[], 10).await.unwrap();
+            let mut ids: Vec<&str> = hits.iter().map(|hit| hit.id.as_str()).collect();
+            ids.sort_unstable();
+            assert_eq!(ids, ["release", "rollout"], "{query}");
+        }
+        assert!(store.search("deployable", &[], 10).await.unwrap().len() == 2);
+    }
+
     #[tokio::test]
     async fn a_version_1_database_is_migrated_and_keeps_its_notes() {
         let Some(admin) = testing::admin_url() else {
             return;
         };
-        let url = testing::scratch_database(&admin).await;
-        testing::execute(
-            &url,
-            &format!(
-                "{V1}
-                CREATE TABLE pkb_schema (version integer NOT NULL);
-                INSERT INTO pkb_schema VALUES (1);
-                INSERT INTO pkb_users (owner) VALUES ('someone');
-                INSERT INTO pkb_notes (owner, id, title, tags, body, created_at, updated_at, search)
-                VALUES ('someone', 'linking', 'Linking', '{{}}', 'see [[Old note]]',
-                    '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z',
-                    pkb_search_vector('Linking', '{{}}', 'see [[Old note]]'));
-                INSERT INTO pkb_notes (owner, id, title, tags, body, created_at, updated_at, search)
-                VALUES ('someone', 'old', 'Old note', '{{kept}}', 'written by version 1',
-                    '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z',
-                    pkb_search_vector('Old note', '{{kept}}', 'written by version 1'));"
-            ),
+        let url = database_at(
+            &admin,
+            1,
+            &[
+                ("linking", "Linking", "{}", "see [[Old note]]"),
+                ("old", "Old note", "{kept}", "written by version 1"),
+            ],
         )
         .await;
         let database = PgDatabase::connect(&url, true).await.unwrap();

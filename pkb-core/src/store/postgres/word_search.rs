@@ -49,20 +49,19 @@ pub(super) const RARE_WORDS: &str =
 /// How many of the user's newest notes are counted for each word of the query.
 pub(super) const SAMPLED: i64 = 256;
 
-/// Each word of the query (`$2`) as a prefix tsquery's text, how many of the user's (`$1`)
-/// `$3` newest notes hold it, how many notes were counted, and whether some note of the user
-/// holds it: a word none of the counted notes holds is looked up in the index when `$4`, and
-/// taken as held by none otherwise. The words are the lexemes PostgreSQL's parser makes of the
-/// folded query, as `pkb_query` makes them, so that each is implied by the whole query:
-/// checking a row for the whole query after finding it through some of its words gives
-/// exactly the query's matches.
+/// Each word of the query (`$2`) as a tsquery's text (`pkb_word_query`: its prefix or its
+/// inflected forms), how many of the user's (`$1`) `$3` newest notes hold it, how many notes
+/// were counted, and whether some note of the user holds it: a word none of the counted notes
+/// holds is looked up in the index when `$4`, and taken as held by none otherwise. The words
+/// are the lexemes PostgreSQL's parser makes of the folded query, as `pkb_query` makes them,
+/// so that each is implied by the whole query: checking a row for the whole query after
+/// finding it through some of its words gives exactly the query's matches.
 pub(super) const WORD_COUNTS: &str = r#"
 WITH newest AS (
     SELECT search FROM pkb_notes WHERE owner = $1 ORDER BY created_order DESC LIMIT $3
 ),
 words AS (
-    SELECT DISTINCT (E'\'' || replace(replace(lexeme, E'\\', E'\\\\'), '''', '''''')
-        || E'\':*')::tsquery AS word
+    SELECT DISTINCT pkb_word_query(lexeme)::tsquery AS word
     FROM unnest(tsvector_to_array(to_tsvector('simple', pkb_fold($2)))) AS lexeme
 )
 SELECT word::text, counted.holding, (SELECT count(*) FROM newest),
@@ -72,8 +71,8 @@ FROM words, LATERAL (SELECT count(*) AS holding FROM newest WHERE search @@ word
 
 /// A word of a query, as [`WORD_COUNTS`] tells of it.
 pub(super) struct WordCount {
-    /// The word as a prefix tsquery's text.
-    pub(super) prefix_query: String,
+    /// The word as a tsquery's text: the words it starts, or has the stem of.
+    pub(super) query: String,
     /// How many of the counted newest notes hold it.
     pub(super) newest_holding: i64,
     /// Whether some note of the user holds it, as far as the count looked.
@@ -103,7 +102,11 @@ impl WordCounts {
         if rare.is_empty() || common.is_empty() {
             return None;
         }
-        let queries: Vec<&str> = rare.iter().map(|word| word.prefix_query.as_str()).collect();
+        // Each word's query is an OR of its forms, which `&` binds tighter than.
+        let queries: Vec<String> = rare
+            .iter()
+            .map(|word| format!("({})", word.query))
+            .collect();
         Some(queries.join(" & "))
     }
 
@@ -122,7 +125,7 @@ impl WordCounts {
                 } else {
                     Share::None
                 };
-                (word.prefix_query, share)
+                (word.query, share)
             })
             .collect()
     }
@@ -162,13 +165,24 @@ mod tests {
 
         let counts = notes.word_counts("common rarity", false).await.unwrap();
         assert_eq!(counts.counted, SAMPLED);
-        assert_eq!(counts.rare_words().as_deref(), Some("'rarity':*"));
+        assert_eq!(
+            counts.rare_words().as_deref(),
+            Some("('rarity':* | '\u{1}rariti' | 'rariti')"),
+            "the word's prefix, its stem, and the stem as a word"
+        );
 
         let counts = notes.word_counts("common e-mail", false).await.unwrap();
         let rare = counts.rare_words().expect("rare words");
         let mut rare: Vec<&str> = rare.split(" & ").collect();
         rare.sort_unstable();
-        assert_eq!(rare, ["'e':*", "'e-mail':*", "'mail':*"]);
+        assert_eq!(
+            rare,
+            [
+                "('e':* | '\u{1}e')",
+                "('e-mail':* | '\u{1}e-mail')",
+                "('mail':* | '\u{1}mail')"
+            ]
+        );
         let found = store.search("common e-mail", &[], 10).await.unwrap();
         let mut found: Vec<String> = found.into_iter().map(|hit| hit.id).collect();
         found.sort();
@@ -178,7 +192,7 @@ mod tests {
         let quoted = counts
             .words
             .iter()
-            .find(|word| word.prefix_query == "'x.com/a''b':*")
+            .find(|word| word.query == "'x.com/a''b':* | '\u{1}x.com/a''b'")
             .expect("the word with its quote");
         // The newest 256 of the 300 notes hold two of the three.
         assert_eq!(quoted.newest_holding, 2);
@@ -188,7 +202,7 @@ mod tests {
         let words = counts
             .iter()
             .map(|(query, holding, held)| WordCount {
-                prefix_query: (*query).to_owned(),
+                query: (*query).to_owned(),
                 newest_holding: *holding,
                 held_anywhere: *held,
             })
@@ -206,10 +220,13 @@ mod tests {
             ],
             256,
         );
-        assert_eq!(counts.rare_words().as_deref(), Some("'rockri':* & 'zyx':*"));
+        assert_eq!(
+            counts.rare_words().as_deref(),
+            Some("('rockri':*) & ('zyx':*)")
+        );
         // 3% of 256 is 7.68: a word in 7 notes is rare, in 8 it is not.
         let edge = words(&[("'a':*", 7, true), ("'b':*", 8, true)], 256);
-        assert_eq!(edge.rare_words().as_deref(), Some("'a':*"));
+        assert_eq!(edge.rare_words().as_deref(), Some("('a':*)"));
     }
 
     #[test]

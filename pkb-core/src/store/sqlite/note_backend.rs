@@ -260,16 +260,16 @@ impl NoteBackend for SqliteBackend {
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
         // Its words are folded as the index holds the notes (`query::folded_words`).
-        let Some(expr) = query::match_expression(query).filter(|_| limit > 0) else {
+        if query::match_expression(query).is_none() || limit == 0 {
             return Ok(Vec::new());
-        };
+        }
         self.read(SEARCH_NOTES, |conn| {
             // One snapshot for the planner's several statements, and one set of file locks
             // instead of one per statement.
             in_snapshot(conn, || {
                 let size = StoreSize::read(conn)?;
                 self.small_enough_to_search_at_once(size);
-                search_on(conn, query, &expr, tags, limit, size)
+                search_on(conn, query, tags, limit, size)
             })
         })
     }
@@ -283,9 +283,9 @@ impl NoteBackend for SqliteBackend {
         if !self.small_when_searched.load(Ordering::Relaxed) {
             return None;
         }
-        let Some(expr) = query::match_expression(query).filter(|_| limit > 0) else {
+        if query::match_expression(query).is_none() || limit == 0 {
             return Some(Ok(Vec::new()));
-        };
+        }
         // The size is read again in the search's own snapshot: another process may have
         // written many notes since.
         let found = self.read_at_once(SEARCH_NOTES, |conn| {
@@ -294,7 +294,7 @@ impl NoteBackend for SqliteBackend {
                 if !self.small_enough_to_search_at_once(size) {
                     return Ok(None);
                 }
-                search_on(conn, query, &expr, tags, limit, size).map(Some)
+                search_on(conn, query, tags, limit, size).map(Some)
             })
         })?;
         found.transpose()
@@ -313,7 +313,7 @@ impl NoteBackend for SqliteBackend {
             in_snapshot(conn, || {
                 let notes = StoreSize::read(conn)?.notes;
                 let Some(expr) = query::any_word_expression(query, |word| {
-                    terms::share_of_notes(conn, word, notes)
+                    terms::share_and_forms(conn, word, notes)
                 })?
                 else {
                     return Ok(Vec::new());
@@ -502,6 +502,14 @@ impl NoteBackend for SqliteBackend {
             problems.push(format!(
                 "search vocabulary out of step: {uncounted} notes without term counts, \
                  {orphaned} term counts without a note, {counted} notes counted of {notes}"
+            ));
+        }
+        // Each term's stem must be the one the stemmer gives it now: one a dependency update
+        // changed would find the forms of another word.
+        let stale = self.read("check the store", terms::stale_stems)?;
+        if stale != 0 {
+            problems.push(format!(
+                "search vocabulary out of step: {stale} terms hold another stem than the stemmer gives them"
             ));
         }
         let links = self.read("check the store", link_index::out_of_step)?;

@@ -9,32 +9,64 @@ use crate::store::query_words::{Share, folded_words, kept_any_words};
 /// Quoting makes `AND`, `OR`, `NOT` and `NEAR` plain words; doubling `"` is defensive, as the
 /// separators already removed it.
 pub(super) fn match_expression(query: &str) -> Option<String> {
-    let mut expr = String::new();
-    for word in folded_words(query) {
-        if !expr.is_empty() {
-            expr.push(' ');
-        }
-        expr.push('"');
-        expr.push_str(&word.replace('"', "\"\""));
-        expr.push_str("\"*");
-    }
-    (!expr.is_empty()).then_some(expr)
+    let words: Vec<String> = folded_words(query)
+        .map(|word| prefix_phrase(&word))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" "))
 }
 
-/// The FTS5 MATCH expression in which any one of the query's words (each also as a prefix)
-/// is enough: [`match_expression`]'s words joined by `OR`, those [`kept_any_words`] keeps
-/// from their `share` of the notes. `None` when no word is left.
-pub(super) fn any_word_expression<E>(
+/// [`match_expression`] with each word's inflected forms beyond its prefix (`forms`, exact
+/// terms: [`super::terms::query_forms`]) ORed beside it, the words ANDed: every word must
+/// match, as a prefix or as one of its forms. `None` when no word is left.
+pub(super) fn stemmed_match_expression<E>(
     query: &str,
-    mut share: impl FnMut(&str) -> Result<Share, E>,
+    mut forms: impl FnMut(&str) -> Result<Vec<String>, E>,
 ) -> Result<Option<String>, E> {
     let mut words = Vec::new();
     for word in folded_words(query) {
-        let quoted = format!("\"{}\"*", word.replace('"', "\"\""));
-        words.push((quoted, share(&word)?));
+        let forms = forms(&word)?;
+        words.push(if forms.is_empty() {
+            prefix_phrase(&word)
+        } else {
+            format!("({})", with_forms(&word, &forms).join(" OR "))
+        });
+    }
+    // FTS5 takes no implicit AND after a parenthesised group.
+    Ok((!words.is_empty()).then(|| words.join(" AND ")))
+}
+
+/// The FTS5 MATCH expression in which any one of the query's words (each also as a prefix,
+/// or as one of its inflected forms) is enough: [`match_expression`]'s words and their forms
+/// joined by `OR`, the words that [`kept_any_words`] keeps from their `share` of the notes.
+/// `look_up` gives a folded word's share and its forms beyond its prefix. `None` when no word
+/// is left.
+pub(super) fn any_word_expression<E>(
+    query: &str,
+    mut look_up: impl FnMut(&str) -> Result<(Share, Vec<String>), E>,
+) -> Result<Option<String>, E> {
+    let mut words = Vec::new();
+    for word in folded_words(query) {
+        let (share, forms) = look_up(&word)?;
+        words.push((with_forms(&word, &forms).join(" OR "), share));
     }
     let kept = kept_any_words(words);
     Ok((!kept.is_empty()).then(|| kept.join(" OR ")))
+}
+
+/// A folded word as an FTS5 prefix phrase: quoted, with a `*`.
+fn prefix_phrase(word: &str) -> String {
+    format!("\"{}\"*", word.replace('"', "\"\""))
+}
+
+/// The word's prefix phrase, then each of its `forms` as an exact term.
+fn with_forms(word: &str, forms: &[String]) -> Vec<String> {
+    std::iter::once(prefix_phrase(word))
+        .chain(
+            forms
+                .iter()
+                .map(|form| format!("\"{}\"", form.replace('"', "\"\""))),
+        )
+        .collect()
 }
 
 #[cfg(test)]
@@ -43,7 +75,7 @@ mod tests {
 
     #[test]
     fn any_word_is_enough_and_operators_stay_words() {
-        let held = |_: &str| Ok::<_, ()>(Share::Some);
+        let held = |_: &str| Ok::<_, ()>((Share::Some, Vec::new()));
         assert_eq!(
             any_word_expression("ship a release OR", held)
                 .unwrap()
@@ -58,11 +90,12 @@ mod tests {
         let mut asked = Vec::new();
         let share = |word: &str| {
             asked.push(word.to_owned());
-            Ok::<_, ()>(match word {
+            let share = match word {
                 "the" | "of" => Share::Half,
                 "zebra" => Share::None,
                 _ => Share::Some,
-            })
+            };
+            Ok::<_, ()>((share, Vec::new()))
         };
         assert_eq!(
             any_word_expression("the cost of zebra shipping", share)
@@ -72,15 +105,44 @@ mod tests {
         );
         assert_eq!(asked, ["the", "cost", "of", "zebra", "shipping"]);
         let share = |word: &str| {
-            Ok::<_, ()>(match word {
+            let share = match word {
                 "the" => Share::Half,
                 _ => Share::None,
-            })
+            };
+            Ok::<_, ()>((share, Vec::new()))
         };
         assert_eq!(
             any_word_expression("the zebra", share).unwrap().as_deref(),
             Some(r#""the"* OR "zebra"*"#),
             "no other word would match: all are kept"
+        );
+    }
+
+    #[test]
+    fn inflected_forms_are_ored_beside_their_word() {
+        let forms = |word: &str| {
+            Ok::<_, ()>(match word {
+                "running" => vec!["run".to_owned(), "runs".to_owned()],
+                _ => Vec::new(),
+            })
+        };
+        assert_eq!(
+            stemmed_match_expression("running shoes", forms)
+                .unwrap()
+                .as_deref(),
+            Some(r#"("running"* OR "run" OR "runs") AND "shoes"*"#)
+        );
+        assert_eq!(
+            stemmed_match_expression("shoes", forms).unwrap().as_deref(),
+            Some(r#""shoes"*"#)
+        );
+        assert_eq!(stemmed_match_expression(" ** ", forms).unwrap(), None);
+        let look_up = |word: &str| forms(word).map(|forms| (Share::Some, forms));
+        assert_eq!(
+            any_word_expression("running shoes", look_up)
+                .unwrap()
+                .as_deref(),
+            Some(r#""running"* OR "run" OR "runs" OR "shoes"*"#)
         );
     }
 

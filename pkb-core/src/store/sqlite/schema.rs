@@ -10,10 +10,10 @@ pub(super) const APPLICATION_ID: i32 = 0x504B_4231;
 /// Schema migrations; entry `n` takes a store from version `n` to `n + 1`.
 ///
 /// Append only: a released entry never changes, since stores in the field already ran it.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
 
 /// The schema version this build writes and the newest it reads.
-pub(super) const SCHEMA_VERSION: i64 = 9;
+pub(super) const SCHEMA_VERSION: i64 = 10;
 
 const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
@@ -192,8 +192,20 @@ const V9: &str = r#"
 ALTER TABLE vector_generation ADD COLUMN removals INTEGER NOT NULL DEFAULT 0;
 "#;
 
+/// Each term's stem ([`crate::store::stemming`]), where it is not the term itself, so that a
+/// query word is expanded to the terms of its inflected forms as well as to those it starts.
+/// The index is left as it is: the forms are found in the vocabulary, and FTS5 is asked for
+/// them as exact terms. [`upgrade`] stems the terms of an older store.
+const V10: &str = r#"
+ALTER TABLE search_terms ADD COLUMN stem TEXT;  -- NULL: the term is its own stem
+CREATE INDEX search_terms_by_stem ON search_terms (stem) WHERE stem IS NOT NULL;
+"#;
+
 /// The schema version from which links are indexed.
 const LINKED_SINCE: i64 = 6;
+
+/// The schema version from which the vocabulary holds each term's stem.
+const STEMMED_SINCE: i64 = 10;
 
 /// The prefix lengths, in characters, whose notes the index keeps (its `prefix` option).
 pub(super) const KEPT_PREFIX_CHARS: [usize; 2] = [2, 3];
@@ -364,7 +376,10 @@ pub(super) fn upgrade(conn: &Connection, from: i64, seed: bool) -> rusqlite::Res
     // Version 4 empties the vocabulary (version 2 made it empty); a store that already has
     // notes counts it again from them.
     if from > 0 && from < FOLDED_SINCE {
+        // Counted again from the notes, each new term with its stem.
         super::terms::backfill(conn)?;
+    } else if from > 0 && from < STEMMED_SINCE {
+        super::terms::fill_stems(conn)?;
     }
     if from > 0 && from < LINKED_SINCE {
         super::link_index::rebuild(conn)?;

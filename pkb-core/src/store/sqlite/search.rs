@@ -80,11 +80,10 @@ pub(super) fn in_snapshot<T>(
 }
 
 /// [`NoteBackend::search`] on `conn`, in a snapshot the caller holds (where it read `size`),
-/// for a query with words (`expr` is its [`query::match_expression`]) and a `limit` above 0.
+/// for a query with words and a `limit` above 0.
 pub(super) fn search_on(
     conn: &Connection,
     query: &str,
-    expr: &str,
     tags: &[String],
     limit: usize,
     size: StoreSize,
@@ -98,14 +97,19 @@ pub(super) fn search_on(
                 fts5_search(conn, &terms.expr, Some(&terms), tags, &wanted, limit)?
             }
             search_planner::Plan::Fts5Prefixes => {
-                fts5_search(conn, expr, None, tags, &wanted, limit)?
+                let expr =
+                    query::stemmed_match_expression(query, |word| terms::query_forms(conn, word))?;
+                match expr {
+                    Some(expr) => fts5_search(conn, &expr, None, tags, &wanted, limit)?,
+                    None => Vec::new(),
+                }
             }
         },
     )
 }
 
-/// Search ranked over the MATCH expression `expr`: the query's own prefix phrases scored by
-/// FTS5's `bm25()`, or the exact terms [`search_planner::search`] expanded them to, scored by
+/// Search ranked over the MATCH expression `expr`: the query's own prefix phrases (with their
+/// inflected forms) scored by FTS5's `bm25()`, or the exact terms [`search_planner::search`] expanded them to, scored by
 /// `pkb_rank` with the vocabulary's IDFs.
 pub(super) fn fts5_search(
     conn: &Connection,

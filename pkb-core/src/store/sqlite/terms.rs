@@ -18,6 +18,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::fts5_tokenizer::for_each_term;
 use crate::store::query_words::Share;
+use crate::store::stemming::{stem, stem_if_other};
 
 /// Column weights of the ranking: title, tags, body.
 pub(super) const WEIGHTS: [u32; 3] = [10, 4, 1];
@@ -213,8 +214,11 @@ impl VocabularyChanges {
         let id = match found {
             Some(id) => id,
             None => {
-                conn.prepare_cached("INSERT INTO search_terms (term, notes) VALUES (?1, 0)")?
-                    .execute([&term])?;
+                let stem = stem_if_other(&term);
+                conn.prepare_cached(
+                    "INSERT INTO search_terms (term, notes, stem) VALUES (?1, 0, ?2)",
+                )?
+                .execute(params![term, stem])?;
                 conn.last_insert_rowid()
             }
         };
@@ -353,23 +357,102 @@ pub(super) fn query_term(conn: &Connection, word: &str) -> rusqlite::Result<Opti
     })
 }
 
-/// How many of the store's `notes` hold one of the terms the query word starts.
-pub(super) fn share_of_notes(conn: &Connection, word: &str, notes: i64) -> rusqlite::Result<Share> {
+/// A term of the vocabulary: its id, the term, and how many notes hold it.
+pub(super) type VocabularyTerm = (i64, String, i64);
+
+/// The terms of the same stem as `term` (its inflected forms, [`crate::store::stemming`])
+/// that do not start with it: those a query word matches besides the terms it starts. A term
+/// that is its own stem is stored without one, so the stem itself is looked up as a term too.
+pub(super) fn forms_beyond_prefix(
+    conn: &Connection,
+    term: &str,
+) -> rusqlite::Result<Vec<VocabularyTerm>> {
+    let stem = stem(term);
+    let mut forms = conn.prepare_cached(
+        "SELECT id, term, notes FROM search_terms WHERE stem = ?1
+         UNION ALL
+         SELECT id, term, notes FROM search_terms WHERE term = ?1 AND stem IS NULL
+         ORDER BY term",
+    )?;
+    let rows = forms.query_map([&*stem], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    let mut beyond = Vec::new();
+    for row in rows {
+        let form: VocabularyTerm = row?;
+        if !form.1.starts_with(term) {
+            beyond.push(form);
+        }
+    }
+    Ok(beyond)
+}
+
+/// The query word's inflected forms beyond its prefix ([`forms_beyond_prefix`]), as terms;
+/// none for a word FTS5 makes several terms of, which is searched as their phrase.
+pub(super) fn query_forms(conn: &Connection, word: &str) -> rusqlite::Result<Vec<String>> {
+    Ok(match query_term(conn, word)? {
+        Some(term) => forms_beyond_prefix(conn, &term)?
+            .into_iter()
+            .map(|(_, form, _)| form)
+            .collect(),
+        None => Vec::new(),
+    })
+}
+
+/// How many of the store's `notes` hold one of the terms the query word starts or one of its
+/// inflected forms, and those forms beyond its prefix (as [`query_forms`]).
+pub(super) fn share_and_forms(
+    conn: &Connection,
+    word: &str,
+    notes: i64,
+) -> rusqlite::Result<(Share, Vec<String>)> {
     let Some(term) = query_term(conn, word)? else {
         // Several terms, searched as a phrase: taken as held by some notes.
-        return Ok(Share::Some);
+        return Ok((Share::Some, Vec::new()));
     };
     // Every term starting with `term` sorts at or after it and before it followed by the
     // greatest character.
     let end = format!("{term}{}", char::MAX);
-    let most: Option<i64> = conn
+    let started: Option<i64> = conn
         .prepare_cached("SELECT max(notes) FROM search_terms WHERE term >= ?1 AND term < ?2")?
         .query_row(rusqlite::params![term, end], |r| r.get(0))?;
-    Ok(match most {
+    let forms = forms_beyond_prefix(conn, &term)?;
+    let most = forms
+        .iter()
+        .map(|(_, _, notes)| *notes)
+        .chain(started)
+        .max();
+    let share = match most {
         None | Some(0) => Share::None,
         Some(most) if most * 2 >= notes => Share::Half,
         Some(_) => Share::Some,
-    })
+    };
+    Ok((share, forms.into_iter().map(|(_, form, _)| form).collect()))
+}
+
+/// Stems every term of the vocabulary again: for a store from before stems were kept.
+pub(super) fn fill_stems(conn: &Connection) -> rusqlite::Result<()> {
+    let terms: Vec<(i64, String)> = conn
+        .prepare("SELECT id, term FROM search_terms")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut update = conn.prepare("UPDATE search_terms SET stem = ?2 WHERE id = ?1")?;
+    for (id, term) in terms {
+        update.execute(params![id, stem_if_other(&term)])?;
+    }
+    Ok(())
+}
+
+/// How many terms of the vocabulary hold another stem than the stemmer gives them now.
+pub(super) fn stale_stems(conn: &Connection) -> rusqlite::Result<i64> {
+    let mut terms = conn.prepare("SELECT term, stem FROM search_terms")?;
+    let mut rows = terms.query([])?;
+    let mut stale = 0;
+    while let Some(row) = rows.next()? {
+        let (term, stem): (String, Option<String>) = (row.get(0)?, row.get(1)?);
+        if stem_if_other(&term) != stem {
+            stale += 1;
+        }
+    }
+    Ok(stale)
 }
 
 /// Fills `search_terms`, `note_terms` and `search_stats` for the notes already stored, when

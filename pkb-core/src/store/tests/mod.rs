@@ -514,6 +514,81 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    async fn search_matches_inflected_forms_both_ways() {
+        let store = with_notes(&[
+            ("says-deploy", "Fridays", &[], "We deploy the service"),
+            ("says-deploying", "Rollout", &[], "Deploying the new build"),
+            ("says-deployment", "Plan", &["deployment"], "for the team"),
+            ("depot", "Depot", &[], "where the trucks park"),
+        ])
+        .await;
+        let deploys = ["says-deploy", "says-deploying", "says-deployment"];
+        for query in ["deploying", "deployed", "deployment", "deploys", "DEPLOYS", "deploy"] {
+            assert_eq!(sorted(ids(&store, query).await), deploys, "{query}");
+        }
+        assert_eq!(
+            ids(&store, "deployed fridays").await,
+            ["says-deploy"],
+            "every word still required"
+        );
+        assert!(ids(&store, "deployed trucks").await.is_empty());
+        // A prefix of a word and of its stem both still match.
+        assert_eq!(sorted(ids(&store, "deploym").await), ["says-deployment"]);
+        assert_eq!(sorted(ids(&store, "dep").await), ["depot", "says-deploy", "says-deploying", "says-deployment"]);
+        // Syntax stays plain text beside a form.
+        assert_eq!(ids(&store, "\"deployed\" (fri*").await, ["says-deploy"]);
+    }
+}
+
+on_both_backends! {
+    async fn a_stem_is_not_itself_a_prefix() {
+        let store = with_notes(&[
+            ("run", "Morning", &[], "a run in the park"),
+            ("runs", "Evening", &[], "she runs daily"),
+            ("runway", "Airport", &[], "the runway lights"),
+            ("ran", "Past", &[], "he ran"),
+        ])
+        .await;
+        assert_eq!(sorted(ids(&store, "running").await), ["run", "runs"]);
+        assert_eq!(sorted(ids(&store, "run").await), ["run", "runs", "runway"], "as a prefix");
+        assert_eq!(ids(&store, "runways").await, ["runway"]);
+        // Snowball stems suffixes; it knows no irregular forms.
+        assert_eq!(ids(&store, "ran").await, ["ran"]);
+    }
+}
+
+on_both_backends! {
+    async fn inflected_forms_are_folded_as_words_are() {
+        let store = with_notes(&[
+            ("accented", "Café", &[], "Décisions prises"),
+            ("full-width", "Ｄｅｐｌｏｙｉｎｇ", &[], ""),
+        ])
+        .await;
+        assert_eq!(ids(&store, "decision").await, ["accented"]);
+        assert_eq!(ids(&store, "DÉCISIONS").await, ["accented"]);
+        assert_eq!(ids(&store, "deployed").await, ["full-width"]);
+        assert_eq!(ids(&store, "cafés").await, ["accented"]);
+    }
+}
+
+on_both_backends! {
+    async fn the_any_word_search_matches_inflected_forms() {
+        let store = with_notes(&[
+            ("deploy", "Release", &[], "we deploy on fridays"),
+            ("other", "Groceries", &[], "milk and eggs"),
+        ])
+        .await;
+        let hits = store
+            .engine
+            .search_any_words("deploying zebras", &[], 10)
+            .await
+            .unwrap();
+        let found: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(found, ["deploy"]);
+    }
+}
+
+on_both_backends! {
     async fn search_ignores_case() {
         let store = with_notes(&[("a", "Deploy CHECKLIST", &["Ops"], "Straße ÉCOLE")]).await;
         for q in [
@@ -1230,7 +1305,7 @@ on_both_backends! {
             })
             .collect();
         drafts.push(draft("lone", "Lone", &[], "only the rarity here"));
-        drafts.push(draft("prefixed", "Prefixed", &[], "commonplace rarities"));
+        drafts.push(draft("prefixed", "Prefixed", &[], "commonplace rarest"));
         store.put_many(drafts, PutMode::CreateOnly).await.unwrap();
 
         let both = ["n007", "n107", "n207", "n307"];

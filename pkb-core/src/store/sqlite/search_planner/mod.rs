@@ -37,7 +37,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::RANK_WINDOW;
 use super::SearchHit;
-use super::terms::NoteTerms;
+use super::terms::{NoteTerms, VocabularyTerm};
 
 /// Most terms one query word may expand to; a shorter prefix is left to FTS5.
 pub(super) const MAX_EXPANSIONS: usize = 256;
@@ -400,8 +400,9 @@ fn route(words: &[Word], notes: i64) -> Route {
     }
 }
 
-/// The terms starting with `prefix` and the FTS5 phrases for them; `None` when there are more
-/// than [`MAX_EXPANSIONS`].
+/// The terms starting with `prefix`, then its inflected forms that do not
+/// ([`super::terms::forms_beyond_prefix`]), and the FTS5 phrases for them; `None` when more
+/// than [`MAX_EXPANSIONS`] terms start with it.
 fn expand(conn: &Connection, prefix: &str) -> rusqlite::Result<Option<(Word, Vec<String>)>> {
     // Every term starting with `prefix` sorts at or after it and before `prefix` followed by
     // the greatest character.
@@ -417,24 +418,32 @@ fn expand(conn: &Connection, prefix: &str) -> rusqlite::Result<Option<(Word, Vec
         notes: 0,
     };
     let mut phrases = Vec::new();
+    fn add(word: &mut Word, phrases: &mut Vec<String>, (id, term, notes): VocabularyTerm) {
+        word.terms.push(u32::try_from(id).unwrap_or(u32::MAX));
+        phrases.push(format!("\"{}\"", term.replace('"', "\"\"")));
+        word.phrase_notes.push(notes);
+        word.notes = word.notes.saturating_add(notes);
+    }
     while let Some(row) = rows.next()? {
         if word.terms.len() == MAX_EXPANSIONS {
             return Ok(None);
         }
-        word.terms
-            .push(u32::try_from(row.get::<_, i64>(0)?).unwrap_or(u32::MAX));
-        phrases.push(format!(
-            "\"{}\"",
-            row.get::<_, String>(1)?.replace('"', "\"\"")
-        ));
-        let notes: i64 = row.get(2)?;
-        word.phrase_notes.push(notes);
-        word.notes = word.notes.saturating_add(notes);
+        add(
+            &mut word,
+            &mut phrases,
+            (row.get(0)?, row.get(1)?, row.get(2)?),
+        );
     }
     if word.terms.len() > 1 && prefix_kept(prefix) {
         // One doclist, merged when the index was written, instead of one per term.
-        phrases = vec![format!("\"{}\"*", prefix.replace('"', "\"\""))];
+        phrases.clear();
+        phrases.push(format!("\"{}\"*", prefix.replace('"', "\"\"")));
         word.phrase_notes = vec![word.notes];
+    }
+    // Each form is one term more, none of them among those the prefix starts: a note holding
+    // both counts each once, as it does for two terms of a prefix.
+    for form in super::terms::forms_beyond_prefix(conn, prefix)? {
+        add(&mut word, &mut phrases, form);
     }
     Ok(Some((word, phrases)))
 }
@@ -451,7 +460,7 @@ mod tests {
     use super::super::search::fts5_search;
     use super::*;
     use crate::store::sqlite::NoteBackend;
-    use crate::store::sqlite::query;
+    use crate::store::sqlite::{query, terms};
     use crate::store::{NoteDraft, PutMode};
 
     /// Words sharing prefixes, with capitals and diacritics the index folds.
@@ -599,9 +608,12 @@ mod tests {
         )
     }
 
+    /// The hits of FTS5's own prefix query for `q`, each word with its inflected forms.
     fn by_prefixes(conn: &Connection, q: &str, tags: &[String]) -> Vec<SearchHit> {
         let wanted = super::super::rows::tags_to_json(tags.iter().map(String::as_str));
-        let expr = query::match_expression(q).unwrap();
+        let expr = query::stemmed_match_expression(q, |word| terms::query_forms(conn, word))
+            .unwrap()
+            .unwrap();
         fts5_search(conn, &expr, None, tags, &wanted, 1000).unwrap()
     }
 
@@ -786,6 +798,11 @@ mod tests {
         );
         let four = expr("grow");
         assert!(four.contains(r#""grow" OR "growth""#), "{four}");
+        assert_eq!(
+            expr("noted"),
+            r#"("noted" OR "note" OR "notes")"#,
+            "the forms of its stem that it does not start"
+        );
     }
 
     #[test]
@@ -818,7 +835,9 @@ mod tests {
     #[test]
     fn a_word_of_one_term_scores_as_fts5_bm25_does_on_every_route() {
         let backend = corpus();
-        for q in ["rare", "depth", "grocery", "alphabet deployment", "x100"] {
+        // Words without inflected forms in the corpus: FTS5's bm25() scores each form as a
+        // phrase of its own, where the routes sum a word's forms.
+        for q in ["rare", "depth", "grocery", "alphabet growth", "x100"] {
             for route in ROUTES {
                 let (got, want) = backend.read_for_tests(|conn| {
                     Ok((
