@@ -47,7 +47,7 @@ async def undo_overwrite(page, origin, shot, client):
     inserted = " ".join(await diff.locator("ins").all_inner_texts())
     assert "Lisbon" in deleted and "Nowhere" in inserted, (deleted, inserted)
     await page.get_by_role("button", name=re.compile("Restore version 1, as before this change")).click()
-    await page.wait_for_url(re.compile(r".*/notes/trip-plan/versions/1/restore$"))
+    await page.wait_for_url(re.compile(r".*/notes/trip-plan/versions/1/restore\??$"))
     await shot("confirm")
     await page.get_by_role("button", name="Restore version 1").click()
     await page.wait_for_url(re.compile(r".*/notes/trip-plan\?restored=1$"))
@@ -63,7 +63,7 @@ async def undo_delete(page, origin, shot, title):
     await shot("deleted")
     item = page.locator("ol.list > li", has_text=title).first
     await item.get_by_role("button", name=re.compile("Restore")).click()
-    await page.wait_for_url(re.compile(r".*/restore$"))
+    await page.wait_for_url(re.compile(r".*/restore\??$"))
     await page.get_by_role("button", name=re.compile(r"Restore version \d+")).click()
     await page.wait_for_url(re.compile(r".*\?restored=\d+$"))
     assert title in await page.locator("h1").inner_text()
