@@ -9,6 +9,10 @@
 //! the cookie and the CSRF tokens), [`layout`] (the page around every page, the headers),
 //! [`markdown`] and [`diff`] (what a note and a change look like), and one file per page.
 
+// A page that cannot go on answers with another page (the sign-in, a refusal, a 404): the
+// `Err` of these results is that answer, built once per request, not an error carried far.
+#![allow(clippy::result_large_err)]
+
 mod changes;
 mod deleted;
 mod diff;
