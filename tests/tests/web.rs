@@ -299,12 +299,7 @@ async fn under_tokens_the_page_is_not_served() {
 async fn under_auth_local_each_person_sees_only_their_notes_and_no_forgery_passes() {
     let server = LocalServer::start(&["--no-seed"]).await;
     // A token's name and an account's are one user.
-    let token = |name: &str| {
-        let (made, token, why) = server.command(&["token", "create", name]);
-        assert!(made, "{why}");
-        token.trim().to_owned()
-    };
-    let (alice_token, bob_token) = (token("alice"), token("bob"));
+    let (alice_token, bob_token) = (server.token("alice"), server.token("bob"));
     write(
         server.resource(),
         Some(&alice_token),

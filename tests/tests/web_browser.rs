@@ -22,17 +22,7 @@ use support::{HttpServerProcess, RecordingClient, Sampling, call, connect_http, 
 
 /// The Python to run the script with, or `None` to skip.
 fn python() -> Option<String> {
-    match std::env::var("PKB_TEST_OAUTH_PYTHON") {
-        Ok(python) if !python.is_empty() => Some(python),
-        _ => {
-            assert!(
-                std::env::var_os("PKB_REQUIRE_OAUTH_PYTHON").is_none(),
-                "PKB_REQUIRE_OAUTH_PYTHON is set but PKB_TEST_OAUTH_PYTHON is not"
-            );
-            eprintln!("skipped: set PKB_TEST_OAUTH_PYTHON to a Python with playwright");
-            None
-        }
-    }
+    support::browser_python()
 }
 
 /// Runs one step of the story against `origin`.
@@ -138,12 +128,7 @@ async fn under_auth_local_a_person_sees_only_their_notes_and_forged_posts_change
     };
     let server = LocalServer::start(&["--no-seed"]).await;
     // A token's name and an account's are one user.
-    let token = |name: &str| {
-        let (made, token, why) = server.command(&["token", "create", name]);
-        assert!(made, "{why}");
-        token.trim().to_owned()
-    };
-    let (alice_token, bob_token) = (token("alice"), token("bob"));
+    let (alice_token, bob_token) = (server.token("alice"), server.token("bob"));
     let alice = connect_http(
         RecordingClient::new(Sampling::Unsupported),
         server.resource(),

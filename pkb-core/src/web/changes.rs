@@ -21,12 +21,8 @@ pub async fn page(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let viewer = match web.viewer(&headers) {
-        Ok(viewer) => viewer,
-        Err(response) => return response,
-    };
-    let store = match web.store_for(&viewer).await {
-        Ok(store) => store,
+    let (viewer, store) = match web.looking(&headers).await {
+        Ok(found) => found,
         Err(response) => return response,
     };
     let query = parameters(query.unwrap_or_default().as_bytes());

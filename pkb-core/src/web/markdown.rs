@@ -27,23 +27,21 @@ pub fn render(body: &str, resolved: &[(String, Option<LinkedNote>)]) -> Markup {
         Event::Start(Tag::HtmlBlock) => Event::Start(Tag::CodeBlock(CodeBlockKind::Indented)),
         Event::End(TagEnd::HtmlBlock) => Event::End(TagEnd::CodeBlock),
         Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
-        Event::Start(Tag::Link {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) => Event::Start(Tag::Link {
-            dest_url: destination(link_type, &dest_url, &resolved),
-            link_type,
-            title,
-            id,
-        }),
-        Event::Start(Tag::Image {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) => Event::Start(Tag::Link {
+        // An image becomes a link to it: the page loads nothing from elsewhere.
+        Event::Start(
+            Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }
+            | Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
+            },
+        ) => Event::Start(Tag::Link {
             dest_url: destination(link_type, &dest_url, &resolved),
             link_type,
             title,

@@ -114,6 +114,13 @@ impl Web {
         self.sessions.viewer(&self.people, headers)
     }
 
+    /// Who asks, and their note store: the start of every page.
+    async fn looking(&self, headers: &HeaderMap) -> Result<(Viewer, Arc<Store>), Response> {
+        let viewer = self.viewer(headers)?;
+        let store = self.store_for(&viewer).await?;
+        Ok((viewer, store))
+    }
+
     /// The note store of the person looking: their own, as their MCP clients reach it.
     async fn store_for(&self, viewer: &Viewer) -> Result<Arc<Store>, Response> {
         self.app

@@ -26,17 +26,13 @@ pub async fn page(
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let viewer = match web.viewer(&headers) {
-        Ok(viewer) => viewer,
+    let (viewer, store) = match web.looking(&headers).await {
+        Ok(found) => found,
         Err(response) => return response,
     };
     if !is_valid_id(&id) {
         return layout::not_found(&viewer);
     }
-    let store = match web.store_for(&viewer).await {
-        Ok(store) => store,
-        Err(response) => return response,
-    };
     let restored = parameters(query.unwrap_or_default().as_bytes())
         .get("restored")
         .and_then(|n| n.parse::<u64>().ok());

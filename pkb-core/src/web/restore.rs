@@ -24,16 +24,12 @@ pub async fn confirm(
     headers: HeaderMap,
     Path((id, number)): Path<(String, String)>,
 ) -> Response {
-    let viewer = match web.viewer(&headers) {
-        Ok(viewer) => viewer,
+    let (viewer, store) = match web.looking(&headers).await {
+        Ok(found) => found,
         Err(response) => return response,
     };
     let Some(number) = valid_version(&id, &number) else {
         return layout::not_found(&viewer);
-    };
-    let store = match web.store_for(&viewer).await {
-        Ok(store) => store,
-        Err(response) => return response,
     };
     let (version, current) = match tokio::try_join!(store.version(&id, number), store.get(&id)) {
         Ok((VersionLookup::Found(version), current)) => (version, current),

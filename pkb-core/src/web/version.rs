@@ -22,16 +22,12 @@ pub async fn page(
     Path((id, number)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let viewer = match web.viewer(&headers) {
-        Ok(viewer) => viewer,
+    let (viewer, store) = match web.looking(&headers).await {
+        Ok(found) => found,
         Err(response) => return response,
     };
     let Some(number) = valid_version(&id, &number) else {
         return layout::not_found(&viewer);
-    };
-    let store = match web.store_for(&viewer).await {
-        Ok(store) => store,
-        Err(response) => return response,
     };
     let against_current = parameters(query.unwrap_or_default().as_bytes())
         .get("against")
