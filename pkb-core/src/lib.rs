@@ -89,6 +89,8 @@ pub mod tools;
 pub mod transport;
 #[cfg(feature = "notes")]
 pub mod vault;
+#[cfg(feature = "web")]
+pub mod web;
 
 #[cfg(feature = "notes")]
 pub use notes_app::{NOTES_SCOPES, NotesApp, NotesContext, notes_declarations};

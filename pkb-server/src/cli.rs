@@ -217,6 +217,14 @@ pub enum Command {
         /// The note's ID.
         id: String,
     },
+    /// Serve the web page for the person whose notes they are (what changed, by which
+    /// client, compare, restore) on a free loopback port, over the store the flags name
+    /// (`--vault` too), and print its URL; opens $BROWSER when it is set.
+    Web {
+        /// The loopback address to listen on; port 0 picks a free one.
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+    },
 }
 
 /// `pkb-server history ...`.

@@ -1,5 +1,5 @@
 //! `pkb-server`: the PKB MCP server over stdio or Streamable HTTP, plus terminal commands
-//! (`tools`, `call`, `check`, `reindex`, `import`, `export`, `token`, `account`). It only parses flags, opens the store,
+//! (`tools`, `call`, `check`, `reindex`, `import`, `export`, `token`, `account`, `web`). It only parses flags, opens the store,
 //! collects what `pkb-core` declares and starts the transport; everything else lives in
 //! `pkb-core`.
 
@@ -27,6 +27,7 @@ use pkb_core::transport::http::{BearerAuth, HttpError, HttpServer, HttpSettings,
 use pkb_core::transport::stdio;
 use pkb_core::vault::ImportOptions;
 use pkb_core::vault::folder::{Folder, FolderWatch, open_vault, watch};
+use pkb_core::web::{People, WebServer, WebSettings};
 use pkb_core::{Context, McpServer, NOTES_SCOPES, NotesApp, Registry, User, notes_declarations};
 use rmcp::model::Implementation;
 use tracing_subscriber::EnvFilter;
@@ -191,6 +192,25 @@ async fn run(cli: Cli) -> ExitCode {
             cli::prune_history(&store, older_than).await
         }
         Some(Command::Purge { id }) => cli::purge(&store, &id).await,
+        Some(Command::Web { listen }) => {
+            let hub = Arc::new(ChangeHub::default());
+            if let Some(database) = &database {
+                hear_other_processes(database, &hub);
+            }
+            // The folder is watched while the page is open, so that a file changed meanwhile
+            // shows (as a change `by: file`) and can be undone too.
+            let _watch = match vault.map(|folder| hear_the_files(folder, &hub)).transpose() {
+                Ok(watch) => watch,
+                Err(message) => return fail(&message),
+            };
+            let settings = WebSettings {
+                app: NotesApp::Shared(store),
+                hub,
+                people: People::One,
+                https: false,
+            };
+            serve_web(settings, listen).await
+        }
         Some(Command::Tools | Command::Token(_) | Command::Account(_)) => {
             unreachable!("handled above")
         }
@@ -470,7 +490,7 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
     // A vault is one person's notes: with --auth local its accounts and tokens are that
     // person, signing in from several clients; tokens and oauth users each have their own.
     let one_persons_vault = cli.auth == AuthMode::Local && cli.vault().is_some();
-    let template = if auth.is_some() && !one_persons_vault {
+    let app = if auth.is_some() && !one_persons_vault {
         if let Some(dir) = cli.vault() {
             return fail(&vault_is_one_persons(&dir));
         }
@@ -498,7 +518,7 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
         };
         let users = Arc::new(users);
         _idle_close = Some(UserStores::spawn_idle_close(&users, IDLE_CLOSE));
-        McpServer::new(registry, NotesApp::PerUser(users))
+        NotesApp::PerUser(users)
     } else {
         let Opened {
             store,
@@ -518,8 +538,30 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
             }
         }
         _index_merge = store.spawn_index_merge(INDEX_MERGE_QUIET);
-        McpServer::new(registry, NotesApp::Shared(store))
+        NotesApp::Shared(store)
     };
+    // The web page for the person: under --auth none (loopback only, as the server is) and
+    // --auth local (signed in with an account); under tokens and oauth `/` is not served.
+    let people = match &auth {
+        None => Some(People::One),
+        Some(Authenticator::Local(authority)) => Some(People::Accounts(Arc::clone(authority))),
+        Some(Authenticator::Tokens(_) | Authenticator::OAuth(_)) => None,
+    };
+    let https = cli.tls_cert.is_some()
+        || cli
+            .public_url
+            .as_deref()
+            .is_some_and(|url| url.starts_with("https://"));
+    let pages = Some(match people {
+        Some(people) => pkb_core::web::router(WebSettings {
+            app: app.clone(),
+            hub: Arc::clone(&hub),
+            people,
+            https,
+        }),
+        None => pkb_core::web::not_served(),
+    });
+    let template = McpServer::new(registry, app);
     let round_states = match round_states(&cli) {
         Ok(states) => states,
         Err(message) => return fail(&message),
@@ -540,6 +582,7 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
         session_idle_timeout: Duration::from_secs(cli.session_idle_timeout),
         max_sessions: usize::try_from(cli.max_sessions).unwrap_or(usize::MAX),
         auth: auth.map(|auth| Arc::new(auth) as Arc<dyn BearerAuth>),
+        pages,
     };
     let server = match HttpServer::bind(settings, template).await {
         Ok(server) => server,
@@ -557,6 +600,32 @@ async fn serve_http(cli: Cli, registry: Registry<Store>) -> ExitCode {
     eprintln!("pkb-server: listening on {}", server.url());
     server.run(shutdown.received()).await;
     tracing::info!("server stopped");
+    ExitCode::SUCCESS
+}
+
+/// `pkb-server web`: the web page alone on a loopback port, until a signal.
+async fn serve_web(settings: WebSettings, listen: std::net::SocketAddr) -> ExitCode {
+    let shutdown = match ShutdownSignal::listen() {
+        Ok(shutdown) => shutdown,
+        Err(error) => return fail(&format!("cannot listen for signals: {error}")),
+    };
+    let server = match WebServer::bind(settings, listen).await {
+        Ok(server) => server,
+        Err(message) => return fail(&message),
+    };
+    eprintln!("pkb-server: web page at {}", server.url());
+    if let Some(browser) = std::env::var_os("BROWSER").filter(|b| !b.is_empty()) {
+        let opened = std::process::Command::new(&browser)
+            .arg(server.url())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        if let Err(error) = opened {
+            tracing::warn!(%error, browser = %browser.to_string_lossy(), "cannot open the browser");
+        }
+    }
+    server.run(shutdown.received()).await;
     ExitCode::SUCCESS
 }
 

@@ -555,3 +555,24 @@ async fn an_issuer_without_reachable_keys_is_refused_at_start() {
     assert!(!status.success());
     assert!(stderr.contains("--oauth-jwks-url"), "{stderr}");
 }
+
+#[tokio::test]
+async fn the_web_page_is_not_served_to_oauth_users() {
+    let key = Key::generate("k1", Algorithm::ES256);
+    let issuer = Issuer::start(&[&key]).await;
+    let server = start_pkb(&issuer).await;
+    for path in [
+        "/",
+        "/notes/welcome",
+        "/deleted",
+        "/sign-in",
+        "/web/style.css",
+    ] {
+        let answer = http_client()
+            .get(format!("{}{path}", server.origin()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), 404, "{path}");
+    }
+}

@@ -23,17 +23,7 @@ const SCRIPT_CALLBACK: &str = "http://127.0.0.1:33418/callback";
 
 /// The Python to run the script with, or `None` to skip.
 fn python() -> Option<String> {
-    match std::env::var("PKB_TEST_OAUTH_PYTHON") {
-        Ok(python) if !python.is_empty() => Some(python),
-        _ => {
-            assert!(
-                std::env::var_os("PKB_REQUIRE_OAUTH_PYTHON").is_none(),
-                "PKB_REQUIRE_OAUTH_PYTHON is set but PKB_TEST_OAUTH_PYTHON is not"
-            );
-            eprintln!("skipped: set PKB_TEST_OAUTH_PYTHON to a Python with mcp and playwright");
-            None
-        }
-    }
+    support::browser_python()
 }
 
 /// Runs the script against `server`, with `metadata_url` as the client id if given.

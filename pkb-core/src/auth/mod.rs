@@ -7,7 +7,7 @@
 //! server picks that user's state from it. The scope names are the application's
 //! ([`ScopeNames`]).
 
-mod data_file;
+pub(crate) mod data_file;
 pub mod local;
 mod oauth;
 mod tokens;

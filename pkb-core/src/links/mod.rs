@@ -113,10 +113,7 @@ pub fn link_targets(body: &str) -> Vec<String> {
         else {
             continue;
         };
-        let target = match link_type {
-            LinkType::WikiLink { .. } => wikilink_target(&dest_url),
-            _ => note_uri_target(&dest_url),
-        };
+        let target = target_of(link_type, &dest_url);
         if let Some(target) = target
             && !targets.iter().any(|seen| seen == target)
         {
@@ -124,6 +121,15 @@ pub fn link_targets(body: &str) -> Vec<String> {
         }
     }
     targets
+}
+
+/// The target a link names, as [`link_targets`] reads it: a wikilink's note, or the id of a
+/// Markdown link to `pkb://notes/<id>`; `None` for any other link.
+pub fn target_of(link_type: LinkType, destination: &str) -> Option<&str> {
+    match link_type {
+        LinkType::WikiLink { .. } => wikilink_target(destination),
+        _ => note_uri_target(destination),
+    }
 }
 
 /// The note a wikilink's destination names: before any `#heading`, trimmed.

@@ -5,8 +5,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    NoteDates, NoteDraft, NoteSummary, Provenance, Purged, PutMode, PutOutcome, RecentChange,
-    SearchHit, StoreError, VersionLookup, VersionSummary,
+    ChangeEntry, ChangeFilter, NoteDates, NoteDraft, NoteSummary, Provenance, Purged, PutMode,
+    PutOutcome, RecentChange, SearchHit, StoreError, VersionLookup, VersionSummary,
 };
 use crate::links::{Backlink, LinkedNote, NoteWithLinks, TargetKeys, link_targets, links_of};
 use crate::note::Note;
@@ -48,6 +48,8 @@ pub trait NoteEngine: Send + Sync {
     ) -> Result<Option<Vec<VersionSummary>>, StoreError>;
     /// The latest changes across every note, newest first, at most `limit`.
     async fn recent_changes(&self, limit: usize) -> Result<Vec<RecentChange>, StoreError>;
+    /// The latest changes that `filter` lets through, newest first, at most `filter.limit`.
+    async fn changes(&self, filter: &ChangeFilter) -> Result<Vec<ChangeEntry>, StoreError>;
     /// One version of a note, whole.
     async fn version(&self, id: &str, version: u64) -> Result<VersionLookup, StoreError>;
     /// The notes `targets` resolve to now, in order (`None` where none does): the note whose

@@ -143,6 +143,31 @@ pub struct RecentChange {
     pub title: String,
 }
 
+/// Which of the latest changes to list, and from where: a page of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangeFilter {
+    /// Only changes older than the one at this [`ChangeEntry::position`]: the next page.
+    pub before: Option<u64>,
+    /// Only changes of the note with this id.
+    pub id: Option<String>,
+    /// Only changes made by this client (its `by`, exactly).
+    pub by: Option<String>,
+    /// Only changes of this kind.
+    pub change: Option<ChangeKind>,
+    /// The most changes to list.
+    pub limit: usize,
+}
+
+/// One change, with its place in the store's order of changes, for paging.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeEntry {
+    /// Where the change stands among all changes: later changes stand higher. Pass it as
+    /// [`ChangeFilter::before`] for the changes older than this one.
+    pub position: u64,
+    /// The change.
+    pub change: RecentChange,
+}
+
 /// A version of a note, whole.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NoteVersion {

@@ -18,8 +18,8 @@ mod stemming;
 
 pub use engine::NoteEngine;
 pub use history::{
-    ChangeKind, MAX_BY_CHARS, NoteVersion, Provenance, Purged, RecentChange, UNKNOWN_CLIENT,
-    VersionLookup, VersionSummary,
+    ChangeEntry, ChangeFilter, ChangeKind, MAX_BY_CHARS, NoteVersion, Provenance, Purged,
+    RecentChange, UNKNOWN_CLIENT, VersionLookup, VersionSummary,
 };
 pub use seed::{SEED_NOTES, SEEDED_BY};
 
@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::links::{Backlink, Link, NoteWithLinks, TargetKeys, link_targets, links_of};
+use crate::links::{Backlink, Link, LinkedNote, NoteWithLinks, TargetKeys, link_targets, links_of};
 use crate::note::{
     BODY_MAX_CHARS, Note, TAG_MAX_CHARS, TAGS_MAX, TITLE_MAX_CHARS, canonical_timestamp, derive_id,
     is_valid_id, normalize_tag, normalize_tags,
@@ -525,6 +525,19 @@ impl Store {
         Ok(links_of(targets, resolved))
     }
 
+    /// Every target `body` links to, in order, with the note it resolves to now (if any):
+    /// also a target that resolves to the same note as an earlier one, which
+    /// [`Store::links_now`] lists once. What a page needs to make each link a link.
+    pub async fn resolve_links(
+        &self,
+        body: &str,
+    ) -> Result<Vec<(String, Option<LinkedNote>)>, StoreError> {
+        let targets = link_targets(body);
+        let keys: Vec<TargetKeys> = targets.iter().map(|t| TargetKeys::of(t)).collect();
+        let resolved = self.engine.resolve_targets(&keys).await?;
+        Ok(targets.into_iter().zip(resolved).collect())
+    }
+
     /// The notes that link to the note with this id, sorted by id.
     pub async fn backlinks(&self, id: &str) -> Result<Vec<Backlink>, StoreError> {
         self.engine.backlinks(id).await
@@ -543,6 +556,20 @@ impl Store {
     /// The latest changes across every note, newest first, at most `limit`.
     pub async fn recent_changes(&self, limit: usize) -> Result<Vec<RecentChange>, StoreError> {
         self.engine.recent_changes(limit).await
+    }
+
+    /// The latest changes `filter` lets through, newest first: a page of them, the next
+    /// page being those before the last one's [`ChangeEntry::position`]. At most
+    /// [`MAX_LIMIT`] whatever `filter.limit` says.
+    pub async fn changes(&self, filter: &ChangeFilter) -> Result<Vec<ChangeEntry>, StoreError> {
+        if filter.limit > MAX_LIMIT {
+            let bounded = ChangeFilter {
+                limit: MAX_LIMIT,
+                ..filter.clone()
+            };
+            return self.engine.changes(&bounded).await;
+        }
+        self.engine.changes(filter).await
     }
 
     /// One version of a note, whole; also of a deleted note.

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::resources::note_uri;
-use crate::store::Store;
+use crate::store::{SearchHit, Store, StoreError};
 use crate::{ToolError, pkb_tool};
 
 /// What `search` returns.
@@ -66,12 +66,7 @@ pub async fn search(
     #[arg(default)]
     mode: SearchMode,
 ) -> Result<SearchOutput, ToolError> {
-    let limit = limit as usize;
-    let hits = match mode {
-        SearchMode::Words => store.search(&query, &tags, limit).await?,
-        SearchMode::Meaning => store.search_by_meaning(&query, &tags, limit).await?,
-        SearchMode::Hybrid => store.search_hybrid(&query, &tags, limit).await?,
-    };
+    let hits = search_in(store, &query, &tags, limit as usize, mode).await?;
     let results = hits
         .into_iter()
         .map(|hit| SearchResult {
@@ -83,4 +78,20 @@ pub async fn search(
         })
         .collect();
     Ok(SearchOutput { results })
+}
+
+/// The notes a search in `mode` finds, best first: what the tool answers, and what the web
+/// page's search box shows (in the default mode).
+pub async fn search_in(
+    store: &Store,
+    query: &str,
+    tags: &[String],
+    limit: usize,
+    mode: SearchMode,
+) -> Result<Vec<SearchHit>, StoreError> {
+    match mode {
+        SearchMode::Words => store.search(query, tags, limit).await,
+        SearchMode::Meaning => store.search_by_meaning(query, tags, limit).await,
+        SearchMode::Hybrid => store.search_hybrid(query, tags, limit).await,
+    }
 }

@@ -60,6 +60,13 @@ impl LocalServer {
         &self.server.url
     }
 
+    /// A token of `pkb-server token create NAME`: the same user as the account NAME.
+    pub fn token(&self, name: &str) -> String {
+        let (made, token, why) = self.command(&["token", "create", name]);
+        assert!(made, "{why}");
+        token.trim().to_owned()
+    }
+
     /// `pkb-server --data-dir DIR ARGS`; (success, stdout, stderr).
     pub fn command(&self, args: &[&str]) -> (bool, String, String) {
         let mut all = vec!["--data-dir", &self.data_dir];

@@ -1072,3 +1072,20 @@ pub fn openssl(args: &[&str]) {
         .expect("openssl runs");
     assert!(status.success(), "openssl {args:?}");
 }
+
+/// The Python with Playwright (and the MCP SDK) that `.ci/install-oauth-client` makes, from
+/// `PKB_TEST_OAUTH_PYTHON`, for the tests that drive Chromium; `None` to skip them, unless
+/// `PKB_REQUIRE_OAUTH_PYTHON` is set.
+pub fn browser_python() -> Option<String> {
+    match std::env::var("PKB_TEST_OAUTH_PYTHON") {
+        Ok(python) if !python.is_empty() => Some(python),
+        _ => {
+            assert!(
+                std::env::var_os("PKB_REQUIRE_OAUTH_PYTHON").is_none(),
+                "PKB_REQUIRE_OAUTH_PYTHON is set but PKB_TEST_OAUTH_PYTHON is not"
+            );
+            eprintln!("skipped: set PKB_TEST_OAUTH_PYTHON to a Python with mcp and playwright");
+            None
+        }
+    }
+}

@@ -30,7 +30,7 @@ use subtle::ConstantTimeEq;
 use super::accounts::PasswordStamp;
 use super::pages::{self, ConsentView};
 use super::registration::MAX_CLIENT_NAME_CHARS;
-use super::{LocalAuthority, client_metadata, parameters, redirect_uri};
+use super::{LocalAuthority, SignIn, client_metadata, parameters, redirect_uri};
 use crate::auth::data_file::{hex_sha256, random_secret, valid_user_name};
 use crate::locks::lock;
 
@@ -393,39 +393,17 @@ pub async fn sign_in(
         .get("account")
         .map(|a| a.trim().to_owned())
         .unwrap_or_default();
-    if !valid_user_name(&account) {
-        // No account has such a name; nor is it worth remembering, or showing back.
-        return pages::sign_in(client_name, &id, &csrf, "", Some(WRONG));
-    }
     let password = form.get("password").cloned().unwrap_or_default();
-    // Each check of a password costs 19 MiB and a thread for tens of milliseconds: a few at
-    // a time, and no queue that a flood of posts could grow.
-    let Some(place) = authority.password_checks.place() else {
-        return pages::error_page(StatusCode::SERVICE_UNAVAILABLE, BUSY);
+    let stamp = match authority.check_sign_in(&account, password).await {
+        SignIn::Accepted(stamp) => stamp,
+        // No account has such a name; nor is it worth remembering, or showing back.
+        SignIn::Wrong if !valid_user_name(&account) => {
+            return pages::sign_in(client_name, &id, &csrf, "", Some(WRONG));
+        }
+        SignIn::Wrong => return pages::sign_in(client_name, &id, &csrf, &account, Some(WRONG)),
+        SignIn::Locked => return pages::sign_in(client_name, &id, &csrf, &account, Some(LOCKED)),
+        SignIn::Busy => return pages::error_page(StatusCode::SERVICE_UNAVAILABLE, BUSY),
     };
-    if !authority.sign_ins.begin(&account) {
-        return pages::sign_in(client_name, &id, &csrf, &account, Some(LOCKED));
-    }
-    let checker = Arc::clone(&authority);
-    let name = account.clone();
-    let signed_in = authority
-        .password_checks
-        .run(place, move || {
-            checker.accounts.check_password(&name, &password)
-        })
-        .await
-        .flatten();
-    let Some(stamp) = signed_in else {
-        let problem = if authority.sign_ins.failed(&account) {
-            LOCKED
-        } else {
-            WRONG
-        };
-        return pages::sign_in(client_name, &id, &csrf, &account, Some(problem));
-    };
-    if !authority.sign_ins.succeeded(&account) {
-        return pages::sign_in(client_name, &id, &csrf, &account, Some(LOCKED));
-    }
     let (Ok(waiting_id), Ok(next_csrf)) = (random_secret(32), random_secret(32)) else {
         return pages::error_page(StatusCode::INTERNAL_SERVER_ERROR, "no randomness");
     };

@@ -90,7 +90,7 @@ struct Bound {
 pub struct LocalAuthority {
     settings: LocalSettings,
     key: SigningKey,
-    accounts: AccountBook,
+    accounts: Arc<AccountBook>,
     grants: GrantBook,
     grant_file: GrantFile,
     tokens: TokenVerifier,
@@ -115,7 +115,7 @@ impl LocalAuthority {
         Ok(Arc::new(Self {
             grant_file: GrantFile::new(dir),
             key,
-            accounts,
+            accounts: Arc::new(accounts),
             grants,
             tokens,
             bound: OnceLock::new(),
@@ -167,6 +167,47 @@ impl LocalAuthority {
             .then_some(verified.principal)
     }
 
+    /// Checks a person's account name and password as the sign-in page does: within the
+    /// lockout's limits ([`sign_in_limits`]), on the password-check threads, taking as long
+    /// whether or not the account exists. The web page signs people in with it too.
+    pub async fn check_sign_in(&self, account: &str, password: String) -> SignIn {
+        if !crate::auth::data_file::valid_user_name(account) {
+            return SignIn::Wrong;
+        }
+        // Each check of a password costs 19 MiB and a thread for tens of milliseconds: a few at
+        // a time, and no queue that a flood of posts could grow.
+        let Some(place) = self.password_checks.place() else {
+            return SignIn::Busy;
+        };
+        if !self.sign_ins.begin(account) {
+            return SignIn::Locked;
+        }
+        let accounts = Arc::clone(&self.accounts);
+        let name = account.to_owned();
+        let signed_in = self
+            .password_checks
+            .run(place, move || accounts.check_password(&name, &password))
+            .await
+            .flatten();
+        let Some(stamp) = signed_in else {
+            return if self.sign_ins.failed(account) {
+                SignIn::Locked
+            } else {
+                SignIn::Wrong
+            };
+        };
+        if !self.sign_ins.succeeded(account) {
+            return SignIn::Locked;
+        }
+        SignIn::Accepted(stamp)
+    }
+
+    /// Whether the account `name` still exists with the password of `stamp`: a session
+    /// begun with it lasts only as long as that password does.
+    pub fn still_signed_in(&self, name: &str, stamp: &PasswordStamp) -> bool {
+        self.accounts.still_has(name, stamp)
+    }
+
     /// The authorization server's endpoints and pages, to serve beside `/mcp`.
     pub fn routes(self: &Arc<Self>) -> Router {
         Router::new()
@@ -189,6 +230,19 @@ impl LocalAuthority {
     fn bound(&self) -> Option<&Bound> {
         self.bound.get()
     }
+}
+
+/// What checking a sign-in found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignIn {
+    /// The password is the account's: the stamp of that password.
+    Accepted(PasswordStamp),
+    /// The account name or the password is wrong (which one is not said).
+    Wrong,
+    /// Too many failed sign-ins for this account name lately.
+    Locked,
+    /// Too many password checks under way: try again in a moment.
+    Busy,
 }
 
 /// The parameters of a query or form body; a parameter given twice is refused (RFC 6749

@@ -25,9 +25,10 @@ use tokio_postgres::{NoTls, Row};
 pub use listen::NoteChange;
 
 use super::{
-    ChangeKind, MAX_LIMIT, NoteDates, NoteDraft, NoteEngine, NoteSummary, NoteVersion, Provenance,
-    Purged, PutMode, PutOutcome, RANK_WINDOW, RecentChange, SEED_NOTES, SEEDED_BY, SearchHit,
-    Store, StoreError, VersionLookup, VersionSummary, query_words,
+    ChangeEntry, ChangeFilter, ChangeKind, MAX_LIMIT, NoteDates, NoteDraft, NoteEngine,
+    NoteSummary, NoteVersion, Provenance, Purged, PutMode, PutOutcome, RANK_WINDOW, RecentChange,
+    SEED_NOTES, SEEDED_BY, SearchHit, Store, StoreError, VersionLookup, VersionSummary,
+    query_words,
 };
 use crate::links::{
     Backlink, LinkedNote, NoteWithLinks, TargetKeys, link_targets, links_of, title_key,
@@ -1214,6 +1215,54 @@ impl NoteEngine for PgNotes {
                 at: row.get(3),
                 by: row.get(4),
                 title: row.get(5),
+            })
+            .collect())
+    }
+
+    async fn changes(&self, filter: &ChangeFilter) -> Result<Vec<ChangeEntry>, StoreError> {
+        // Only the conditions given are written, so that each finds its index: the owner's
+        // changes in order for a page of all, the primary key for one note's.
+        let mut sql = String::from(
+            "SELECT change_order, id, version, kind, changed_at, changed_by, title
+             FROM pkb_note_versions WHERE owner = $1",
+        );
+        let mut values: Vec<Box<dyn ToSql + Sync + Send>> = vec![Box::new(self.owner.clone())];
+        let mut condition = |column: &str, value: Box<dyn ToSql + Sync + Send>| {
+            values.push(value);
+            sql.push_str(&format!(" AND {column} ${}", values.len()));
+        };
+        if let Some(before) = filter.before {
+            condition("change_order <", Box::new(to_i64(before)));
+        }
+        if let Some(id) = &filter.id {
+            condition("id =", Box::new(nul_escape::encode(id).into_owned()));
+        }
+        if let Some(by) = &filter.by {
+            condition("changed_by =", Box::new(by.clone()));
+        }
+        if let Some(change) = filter.change {
+            condition("kind =", Box::new(change.as_str().to_owned()));
+        }
+        values.push(Box::new(limit(filter.limit)));
+        sql.push_str(&format!(
+            " ORDER BY change_order DESC LIMIT ${}",
+            values.len()
+        ));
+        let rows = self
+            .rows("reading the notes' history", &sql, &params(&values))
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|row| ChangeEntry {
+                position: to_u64(row.get(0)),
+                change: RecentChange {
+                    id: row.get(1),
+                    version: to_u64(row.get(2)),
+                    change: ChangeKind::parse(row.get(3)),
+                    at: row.get(4),
+                    by: row.get(5),
+                    title: row.get(6),
+                },
             })
             .collect())
     }

@@ -6,8 +6,8 @@ use super::{MergeProgress, QueuedWrites};
 use crate::links::{Backlink, LinkedNote, NoteWithLinks, TargetKeys};
 use crate::note::Note;
 use crate::store::{
-    NoteDates, NoteDraft, NoteSummary, Provenance, Purged, PutMode, PutOutcome, RecentChange,
-    SearchHit, StoreError, VersionLookup, VersionSummary,
+    ChangeEntry, ChangeFilter, NoteDates, NoteDraft, NoteSummary, Provenance, Purged, PutMode,
+    PutOutcome, RecentChange, SearchHit, StoreError, VersionLookup, VersionSummary,
 };
 
 /// A blocking engine, served as a [`NoteEngine`](crate::store::NoteEngine) by this folder's
@@ -125,6 +125,10 @@ pub trait NoteBackend: Send + Sync {
     }
     /// See [`NoteEngine::recent_changes`](crate::store::NoteEngine::recent_changes).
     fn recent_changes(&self, _limit: usize) -> Result<Vec<RecentChange>, StoreError> {
+        Err(no_history())
+    }
+    /// See [`NoteEngine::changes`](crate::store::NoteEngine::changes).
+    fn changes(&self, _filter: &ChangeFilter) -> Result<Vec<ChangeEntry>, StoreError> {
         Err(no_history())
     }
     /// See [`NoteEngine::version`](crate::store::NoteEngine::version).

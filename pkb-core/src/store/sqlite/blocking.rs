@@ -20,7 +20,9 @@ use super::{
 use crate::links::{Backlink, LinkedNote, NoteWithLinks, TargetKeys};
 use crate::note::Note;
 use crate::store::NoteEngine;
-use crate::store::{Provenance, Purged, RecentChange, VersionLookup, VersionSummary};
+use crate::store::{
+    ChangeEntry, ChangeFilter, Provenance, Purged, RecentChange, VersionLookup, VersionSummary,
+};
 
 /// A blocking backend served from threads, so that no call blocks the runtime.
 pub(super) struct BlockingEngine {
@@ -250,6 +252,11 @@ impl NoteEngine for BlockingEngine {
 
     async fn recent_changes(&self, limit: usize) -> Result<Vec<RecentChange>, StoreError> {
         self.read(move |b| b.recent_changes(limit)).await
+    }
+
+    async fn changes(&self, filter: &ChangeFilter) -> Result<Vec<ChangeEntry>, StoreError> {
+        let filter = filter.clone();
+        self.read(move |b| b.changes(&filter)).await
     }
 
     async fn version(&self, id: &str, version: u64) -> Result<VersionLookup, StoreError> {

@@ -68,9 +68,9 @@ use self::schema::{Depth, FileState, InspectError, SCHEMA_VERSION};
 use self::search_planner::StoreSize;
 use self::terms::{KnownTermIds, VocabularyChanges};
 use super::{
-    BoxError, ChangeKind, MAX_LIMIT, NoteDates, NoteDraft, NoteSummary, NoteVersion, Provenance,
-    Purged, PutMode, PutOutcome, RANK_WINDOW, RecentChange, SearchHit, Store, StoreError,
-    VersionLookup, VersionSummary,
+    BoxError, ChangeEntry, ChangeFilter, ChangeKind, MAX_LIMIT, NoteDates, NoteDraft, NoteSummary,
+    NoteVersion, Provenance, Purged, PutMode, PutOutcome, RANK_WINDOW, RecentChange, SearchHit,
+    Store, StoreError, VersionLookup, VersionSummary,
 };
 use crate::fold::fold_for_search;
 use crate::links::{Backlink, LinkedNote, NoteWithLinks, TargetKeys};

@@ -175,6 +175,55 @@ impl NoteBackend for SqliteBackend {
         })
     }
 
+    fn changes(&self, filter: &ChangeFilter) -> Result<Vec<ChangeEntry>, StoreError> {
+        // Only the conditions given are written, so that each finds its index: `seq` (the
+        // rowid) for a page of all changes, `(id, version)` for one note's.
+        let mut conditions: Vec<&str> = Vec::new();
+        let mut values: Vec<rusqlite::types::Value> = Vec::new();
+        if let Some(before) = filter.before {
+            conditions.push("seq < ?");
+            values.push(i64::try_from(before).unwrap_or(i64::MAX).into());
+        }
+        if let Some(id) = &filter.id {
+            conditions.push("id = ?");
+            values.push(id.clone().into());
+        }
+        if let Some(by) = &filter.by {
+            conditions.push("changed_by = ?");
+            values.push(by.clone().into());
+        }
+        if let Some(change) = filter.change {
+            conditions.push("kind = ?");
+            values.push(change.as_str().to_owned().into());
+        }
+        values.push(sql_limit(filter.limit).into());
+        let mut sql = String::from(
+            "SELECT seq, id, version, kind, changed_at, changed_by, title FROM note_versions",
+        );
+        if !conditions.is_empty() {
+            sql.push_str(" WHERE ");
+            sql.push_str(&conditions.join(" AND "));
+        }
+        sql.push_str(" ORDER BY seq DESC LIMIT ?");
+        self.read(READ_HISTORY, |conn| {
+            conn.prepare_cached(&sql)?
+                .query_map(rusqlite::params_from_iter(values.iter()), |row| {
+                    Ok(ChangeEntry {
+                        position: u64::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
+                        change: RecentChange {
+                            id: row.get(1)?,
+                            version: row.get(2)?,
+                            change: ChangeKind::parse(&row.get::<_, String>(3)?),
+                            at: row.get(4)?,
+                            by: row.get(5)?,
+                            title: row.get(6)?,
+                        },
+                    })
+                })?
+                .collect()
+        })
+    }
+
     fn version(&self, id: &str, version: u64) -> Result<VersionLookup, StoreError> {
         self.read(READ_HISTORY, |conn| {
             let found = conn

@@ -54,6 +54,38 @@ on_both_backends! {
         );
     }
 
+    async fn changes_are_paged_newest_first_and_filtered_by_note_client_and_kind() {
+        let store = empty().await;
+        let model = store.changed_by("model 1.0");
+        let person = store.changed_by("web page");
+        for n in 0..5 {
+            model.put(draft(&format!("n{n}"), "N", &[], "one"), PutMode::CreateOnly).await.unwrap();
+        }
+        person.put(draft("n1", "N", &[], "two"), PutMode::Replace).await.unwrap();
+        assert!(model.delete("n3").await.unwrap());
+        let all = |before, limit| ChangeFilter { before, limit, ..ChangeFilter::default() };
+        let ids = |page: &[ChangeEntry]| {
+            page.iter().map(|e| (e.change.id.clone(), e.change.version)).collect::<Vec<_>>()
+        };
+        let first = store.changes(&all(None, 3)).await.unwrap();
+        assert_eq!(ids(&first), [("n3".into(), 2), ("n1".into(), 2), ("n4".into(), 1)]);
+        assert!(first.windows(2).all(|w| w[0].position > w[1].position));
+        let second = store.changes(&all(Some(first[2].position), 3)).await.unwrap();
+        assert_eq!(ids(&second), [("n3".into(), 1), ("n2".into(), 1), ("n1".into(), 1)]);
+        let last = store.changes(&all(Some(second[2].position), 3)).await.unwrap();
+        assert_eq!(ids(&last), [("n0".into(), 1)]);
+        let of_n1 = ChangeFilter { id: Some("n1".into()), limit: 10, ..ChangeFilter::default() };
+        assert_eq!(ids(&store.changes(&of_n1).await.unwrap()), [("n1".into(), 2), ("n1".into(), 1)]);
+        let by_person = ChangeFilter { by: Some("web page".into()), limit: 10, ..ChangeFilter::default() };
+        let found = store.changes(&by_person).await.unwrap();
+        assert_eq!(ids(&found), [("n1".into(), 2)]);
+        assert_eq!((found[0].change.by.as_str(), found[0].change.change), ("web page", ChangeKind::Replaced));
+        let deleted = ChangeFilter { change: Some(ChangeKind::Deleted), limit: 10, ..ChangeFilter::default() };
+        assert_eq!(ids(&store.changes(&deleted).await.unwrap()), [("n3".into(), 2)]);
+        let nothing = ChangeFilter { id: Some("n1".into()), by: Some("model 1.0".into()), before: Some(first[1].position), limit: 10, ..ChangeFilter::default() };
+        assert_eq!(ids(&store.changes(&nothing).await.unwrap()), [("n1".into(), 1)]);
+    }
+
     async fn a_clients_name_is_kept_to_its_first_200_characters() {
         // Three bytes a character, so a cut by bytes would split one.
         let name = "\u{20ac}".repeat(1_000_000);

@@ -81,6 +81,9 @@ pub struct HttpSettings {
     /// How requests are authenticated; `None` serves everyone as one user, which is
     /// allowed on a loopback address only.
     pub auth: Option<Arc<dyn BearerAuth>>,
+    /// More routes to serve beside `/mcp`, behind the same Host and Origin checks: the web
+    /// page for the person, at `/`.
+    pub pages: Option<Router>,
 }
 
 impl HttpSettings {
@@ -96,6 +99,7 @@ impl HttpSettings {
             session_idle_timeout: Duration::from_secs(1800),
             max_sessions: 10_000,
             auth: None,
+            pages: None,
         }
     }
 }
@@ -243,6 +247,9 @@ impl HttpServer {
         }
         if let Some(routes) = settings.auth.as_ref().and_then(|auth| auth.routes()) {
             router = router.merge(routes);
+        }
+        if let Some(pages) = settings.pages {
+            router = router.merge(pages);
         }
         let router = router
             .layer(axum::middleware::from_fn_with_state(

@@ -14,8 +14,8 @@ use crate::links::{Backlink, LinkedNote, NoteWithLinks, TargetKeys, title_key};
 use crate::note::Note;
 use crate::store::NoteEngine;
 use crate::store::{
-    NoteDates, NoteDraft, NoteSummary, Provenance, Purged, PutMode, PutOutcome, RecentChange,
-    SearchHit, StoreError, VersionLookup, VersionSummary,
+    ChangeEntry, ChangeFilter, NoteDates, NoteDraft, NoteSummary, Provenance, Purged, PutMode,
+    PutOutcome, RecentChange, SearchHit, StoreError, VersionLookup, VersionSummary,
 };
 
 /// A [`NoteEngine`] over a vault's folder.
@@ -145,6 +145,10 @@ impl NoteEngine for FolderEngine {
 
     async fn recent_changes(&self, limit: usize) -> Result<Vec<RecentChange>, StoreError> {
         self.inner().recent_changes(limit).await
+    }
+
+    async fn changes(&self, filter: &ChangeFilter) -> Result<Vec<ChangeEntry>, StoreError> {
+        self.inner().changes(filter).await
     }
 
     async fn version(&self, id: &str, version: u64) -> Result<VersionLookup, StoreError> {
