@@ -407,6 +407,44 @@ fn every_write_saved_before_sigterm_is_answered() {
     );
 }
 
+/// A client that sends on and never reads its answers fills the pipe, then the server's
+/// queue, then every place for a request: SIGTERM must still stop the server, at once.
+#[test]
+fn sigterm_stops_a_server_whose_answers_nobody_reads() {
+    let mut server = RawServer::start("warn");
+    server.initialize("2025-11-25");
+    let mut burst = String::new();
+    for id in 1..=3_000 {
+        burst.push_str(&tool_call(id, "echo", json!({"text": "x".repeat(200)})).to_string());
+        burst.push('\n');
+    }
+    let mut stdin = server.stdin.take().expect("input open");
+    // The server stops reading once its places are taken: the rest waits in the pipe.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(burst.as_bytes());
+        stdin
+    });
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            assert!(status.success(), "{status}");
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "SIGTERM did not stop the server"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    drop(writer.join());
+}
+
 #[test]
 fn a_cancelled_call_gets_no_answer_and_the_others_still_do() {
     let mut server = RawServer::start("warn");

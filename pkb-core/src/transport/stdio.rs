@@ -62,19 +62,24 @@ where
     let (link, outgoing) = ClientLink::new();
     let session = server.session_over(link.clone());
     let finished = CancellationToken::new();
-    let writing = tokio::spawn(write_lines(writer, outgoing, finished.clone()));
+    let output_failed = CancellationToken::new();
+    let writing = tokio::spawn(write_lines(
+        writer,
+        outgoing,
+        finished.clone(),
+        output_failed.clone(),
+    ));
     let mut lines = Lines::new(reader);
     let permits = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let tasks = TaskTracker::new();
     let mut stop = std::pin::pin!(stop);
+    // Whatever the loop waits on, a stop (SIGTERM) or an output that cannot be written ends
+    // it: the client may have stopped reading, and every wait below may then last for ever.
     let stopped = loop {
-        // The semaphore is never closed.
-        let Ok(permit) = permits.clone().acquire_owned().await else {
-            break false;
-        };
         let line = tokio::select! {
             line = lines.next() => line,
             () = &mut stop => break true,
+            () = output_failed.cancelled() => break true,
         };
         let line = match line {
             Ok(Some(line)) => line,
@@ -100,9 +105,27 @@ where
                 })),
             },
         };
+        // Only what is answered takes a place: the client's answers to the server's own
+        // requests, and its notifications (a cancellation), are read however many requests
+        // wait, or a call waiting on the client could not hear back.
+        let answered = matches!(message, Ok(Incoming::Request { .. }) | Err(Some(_)));
+        let permit = if answered {
+            tokio::select! {
+                // The semaphore is never closed.
+                permit = permits.clone().acquire_owned() => permit.ok(),
+                () = &mut stop => break true,
+                () = output_failed.cancelled() => break true,
+            }
+        } else {
+            None
+        };
         match message {
             Ok(message) => answer(&session, &link, &tasks, message, permit).await,
-            Err(Some(refusal)) => send(&link, refusal.answer(), permit).await,
+            Err(Some(refusal)) => tokio::select! {
+                () = send(&link, refusal.answer(), permit) => {}
+                () = &mut stop => break true,
+                () = output_failed.cancelled() => break true,
+            },
             Err(None) => tracing::debug!("ignored an invalid message without an id"),
         }
     };
@@ -137,7 +160,7 @@ async fn answer(
     link: &ClientLink,
     tasks: &TaskTracker,
     message: Incoming,
-    permit: OwnedSemaphorePermit,
+    permit: Option<OwnedSemaphorePermit>,
 ) {
     let answering = {
         let session = session.clone();
@@ -157,7 +180,11 @@ async fn answer(
     tasks.spawn(answering);
 }
 
-async fn send(link: &ClientLink, message: ServerJsonRpcMessage, permit: OwnedSemaphorePermit) {
+async fn send(
+    link: &ClientLink,
+    message: ServerJsonRpcMessage,
+    permit: Option<OwnedSemaphorePermit>,
+) {
     if link.send(message, None).await.is_err() {
         tracing::warn!("could not write an answer: the output is closed");
     }
@@ -170,8 +197,23 @@ async fn wait_for(tasks: &TaskTracker, within: Duration) {
     }
 }
 
-/// Writes each message of `outgoing` as a line, until `finished` and nothing is left.
+/// Writes each message of `outgoing` as a line, until `finished` and nothing is left;
+/// `failed` is cancelled if the output cannot be written.
 async fn write_lines<W: AsyncWrite + Unpin>(
+    writer: W,
+    outgoing: mpsc::Receiver<Outgoing>,
+    finished: CancellationToken,
+    failed: CancellationToken,
+) -> std::io::Result<()> {
+    let written = write_each(writer, outgoing, finished).await;
+    if let Err(error) = &written {
+        tracing::warn!(%error, "stopping: the output cannot be written");
+        failed.cancel();
+    }
+    written
+}
+
+async fn write_each<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut outgoing: mpsc::Receiver<Outgoing>,
     finished: CancellationToken,

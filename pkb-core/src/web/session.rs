@@ -85,14 +85,9 @@ impl Sessions {
     /// No session yet, and a new key for the CSRF tokens.
     pub fn new(https: bool) -> Self {
         Self {
+            // Without the system's randomness no key here could be secret: no page at all.
             key: hmac::Key::generate(hmac::HMAC_SHA256, &ring::rand::SystemRandom::new())
-                .unwrap_or_else(|_| {
-                    // The system gave no randomness: a key of the process's own, which no
-                    // page of another origin can read either.
-                    let seed = random_secret(32)
-                        .unwrap_or_else(|_| format!("{:?}{}", Instant::now(), std::process::id()));
-                    hmac::Key::new(hmac::HMAC_SHA256, seed.as_bytes())
-                }),
+                .expect("the system gives no randomness for the web page's CSRF key"),
             cookie: if https { "__Host-pkb_web" } else { "pkb_web" },
             secure: https,
             signed_in: Mutex::new(HashMap::new()),
