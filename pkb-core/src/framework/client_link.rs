@@ -10,7 +10,7 @@
 #![allow(deprecated)]
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -78,6 +78,8 @@ pub struct ClientLink {
 
 struct LinkInner {
     outbox: mpsc::Sender<Outgoing>,
+    /// Messages sent and not yet written by the transport (see [`ClientLink::written`]).
+    unwritten: AtomicUsize,
     /// The requests sent to the client and not yet answered, by the id they were sent with.
     waiting: Mutex<HashMap<RequestId, Waiting>>,
     next_id: AtomicI64,
@@ -89,6 +91,7 @@ impl ClientLink {
         let (outbox, outgoing) = mpsc::channel(OUTBOX_CAPACITY);
         let inner = LinkInner {
             outbox,
+            unwritten: AtomicUsize::new(0),
             waiting: Mutex::default(),
             next_id: AtomicI64::new(0),
         };
@@ -106,11 +109,23 @@ impl ClientLink {
         message: ServerJsonRpcMessage,
         during: Option<RequestId>,
     ) -> Result<(), Unreachable> {
-        self.inner
-            .outbox
-            .send(Outgoing { message, during })
-            .await
-            .map_err(|_| Unreachable)
+        self.inner.unwritten.fetch_add(1, Ordering::SeqCst);
+        let sent = self.inner.outbox.send(Outgoing { message, during }).await;
+        if sent.is_err() {
+            self.inner.unwritten.fetch_sub(1, Ordering::SeqCst);
+        }
+        sent.map_err(|_| Unreachable)
+    }
+
+    /// How many messages were sent and not yet written: when none, a transport may write a
+    /// message of its own at once, with nothing sent before it left behind.
+    pub fn unwritten(&self) -> usize {
+        self.inner.unwritten.load(Ordering::SeqCst)
+    }
+
+    /// The transport wrote one message it took from the receiver.
+    pub fn written(&self) {
+        self.inner.unwritten.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Sends `notification`.

@@ -63,11 +63,16 @@ where
     let session = server.session_over(link.clone());
     let finished = CancellationToken::new();
     let output_failed = CancellationToken::new();
+    let output = Arc::new(tokio::sync::Mutex::new(Output {
+        writer: Box::new(writer),
+        line: Vec::with_capacity(4096),
+        failed: output_failed.clone(),
+    }));
     let writing = tokio::spawn(write_lines(
-        writer,
+        Arc::clone(&output),
+        link.clone(),
         outgoing,
         finished.clone(),
-        output_failed.clone(),
     ));
     let mut lines = Lines::new(reader);
     let permits = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
@@ -120,9 +125,9 @@ where
             None
         };
         match message {
-            Ok(message) => answer(&session, &link, &tasks, message, permit).await,
+            Ok(message) => answer(&session, &link, &output, &tasks, message, permit).await,
             Err(Some(refusal)) => tokio::select! {
-                () = send(&link, refusal.answer(), permit) => {}
+                () = send(&link, &output, refusal.answer(), permit) => {}
                 () = &mut stop => break true,
                 () = output_failed.cancelled() => break true,
             },
@@ -158,6 +163,7 @@ where
 async fn answer(
     session: &McpServer,
     link: &ClientLink,
+    output: &SharedOutput,
     tasks: &TaskTracker,
     message: Incoming,
     permit: Option<OwnedSemaphorePermit>,
@@ -165,9 +171,10 @@ async fn answer(
     let answering = {
         let session = session.clone();
         let link = link.clone();
+        let output = Arc::clone(output);
         async move {
             if let Some(answer) = session.handle(message, None).await {
-                send(&link, answer, permit).await;
+                send(&link, &output, answer, permit).await;
             }
         }
     };
@@ -180,12 +187,24 @@ async fn answer(
     tasks.spawn(answering);
 }
 
+/// Sends an answer, holding `permit` until it is written or handed to the writer. Written
+/// here at once when nothing sent before it is left to write and the output is free: what a
+/// handler sent before its answer is then already out, so the order holds.
 async fn send(
     link: &ClientLink,
+    output: &SharedOutput,
     message: ServerJsonRpcMessage,
     permit: Option<OwnedSemaphorePermit>,
 ) {
-    if link.send(message, None).await.is_err() {
+    if link.unwritten() == 0
+        && let Ok(mut out) = output.try_lock()
+        && link.unwritten() == 0
+    {
+        // A failed write stops the session (`Output::failed`).
+        if out.write(&message).await.is_ok() {
+            let _ = out.flush().await;
+        }
+    } else if link.send(message, None).await.is_err() {
         tracing::warn!("could not write an answer: the output is closed");
     }
     drop(permit);
@@ -197,45 +216,68 @@ async fn wait_for(tasks: &TaskTracker, within: Duration) {
     }
 }
 
-/// Writes each message of `outgoing` as a line, until `finished` and nothing is left;
-/// `failed` is cancelled if the output cannot be written.
-async fn write_lines<W: AsyncWrite + Unpin>(
-    writer: W,
-    outgoing: mpsc::Receiver<Outgoing>,
-    finished: CancellationToken,
+/// The output, shared by the writer task and the reading task, which writes an answer ready
+/// at once itself (see [`send`]): a hop to the writer task costs a context switch per answer.
+struct Output {
+    writer: Box<dyn AsyncWrite + Unpin + Send>,
+    line: Vec<u8>,
+    /// Cancelled once a write fails: the session stops.
     failed: CancellationToken,
-) -> std::io::Result<()> {
-    let written = write_each(writer, outgoing, finished).await;
-    if let Err(error) = &written {
-        tracing::warn!(%error, "stopping: the output cannot be written");
-        failed.cancel();
-    }
-    written
 }
 
-async fn write_each<W: AsyncWrite + Unpin>(
-    mut writer: W,
+type SharedOutput = Arc<tokio::sync::Mutex<Output>>;
+
+impl Output {
+    /// Writes `message` as a line, not yet flushed.
+    async fn write(&mut self, message: &ServerJsonRpcMessage) -> std::io::Result<()> {
+        self.line.clear();
+        encode(message, &mut self.line).map_err(std::io::Error::other)?;
+        self.line.push(b'\n');
+        let written = self.writer.write_all(&self.line).await;
+        self.failed_if(written)
+    }
+
+    async fn flush(&mut self) -> std::io::Result<()> {
+        let flushed = self.writer.flush().await;
+        self.failed_if(flushed)
+    }
+
+    fn failed_if(&self, done: std::io::Result<()>) -> std::io::Result<()> {
+        if let Err(error) = &done
+            && !self.failed.is_cancelled()
+        {
+            tracing::warn!(%error, "stopping: the output cannot be written");
+            self.failed.cancel();
+        }
+        done
+    }
+}
+
+/// Writes each message of `outgoing` as a line, until `finished` and nothing is left.
+async fn write_lines(
+    output: SharedOutput,
+    link: ClientLink,
     mut outgoing: mpsc::Receiver<Outgoing>,
     finished: CancellationToken,
 ) -> std::io::Result<()> {
-    let mut line = Vec::with_capacity(4096);
     loop {
         let next = tokio::select! {
             biased;
             next = outgoing.recv() => next,
             () = finished.cancelled() => outgoing.try_recv().ok(),
         };
+        let mut out = output.lock().await;
         let Some(Outgoing { message, .. }) = next else {
-            return writer.flush().await;
+            return out.flush().await;
         };
-        line.clear();
-        encode(&message, &mut line).map_err(std::io::Error::other)?;
-        line.push(b'\n');
-        writer.write_all(&line).await?;
-        // Flushed when nothing else waits: a burst of answers goes out in fewer writes.
-        if outgoing.is_empty() {
-            writer.flush().await?;
+        out.write(&message).await?;
+        link.written();
+        // A burst goes out in one flush.
+        while let Ok(Outgoing { message, .. }) = outgoing.try_recv() {
+            out.write(&message).await?;
+            link.written();
         }
+        out.flush().await?;
     }
 }
 
