@@ -133,12 +133,20 @@ async fn a_model_and_an_editor_change_one_note(pause: Duration) {
             .as_str()
             .unwrap()
             .to_owned();
-        if body.lines().any(|l| l == last_saved) {
+        // The file follows the store's take-in, written with whatever was merged into it.
+        let on_disk = std::fs::read_to_string(&file).unwrap();
+        let holds_both = |text: &str| {
+            text.lines().any(|l| l == last_saved)
+                && answered
+                    .last()
+                    .is_none_or(|edit| text.lines().any(|l| l == edit))
+        };
+        if body.lines().any(|l| l == last_saved) && holds_both(&on_disk) {
             break;
         }
         assert!(
             waited.elapsed() < PATIENCE,
-            "the last save never came in: {body}"
+            "the last save never came in, or the file never held the last edit: {body}\n---\n{on_disk}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

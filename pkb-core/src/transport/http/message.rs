@@ -1,7 +1,6 @@
 //! A POST's body as the gate reads it: at most [`MAX_MESSAGE_BYTES`] within [`BODY_TIMEOUT`],
 //! parsed once, and what the gate's stages ask of it (the method, the id, the tool, the
-//! cursor, the revision an `initialize` asks for). The parsed message is shared by every
-//! stage and by the direct answer to a plain call; rmcp reads the bytes itself.
+//! revision a request names). Once past the gate, the parsed message is what is served.
 
 use std::time::Duration;
 
@@ -12,7 +11,6 @@ use http::StatusCode;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::Value;
 
-use super::unreadable;
 use crate::transport::MAX_MESSAGE_BYTES;
 
 /// How long a client may take to send a request's body.
@@ -20,7 +18,6 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One POST's body, read and parsed.
 pub(super) struct Message {
-    bytes: Bytes,
     value: Value,
     /// See [`Message::readable`].
     readable: bool,
@@ -32,11 +29,11 @@ impl Message {
     pub(super) async fn read(body: Body) -> Result<Self, Response> {
         let bytes = read_body(body).await?;
         let value = serde_json::from_slice(&bytes)
-            .map_err(|_| unreadable::parse_error("the body is not JSON"))?;
-        Ok(Self::parsed(bytes, value))
+            .map_err(|_| parse_error("the body is not JSON"))?;
+        Ok(Self::parsed(value))
     }
 
-    fn parsed(bytes: Bytes, value: Value) -> Self {
+    fn parsed(value: Value) -> Self {
         let readable = match &value {
             Value::Object(object) => {
                 matches!(
@@ -50,20 +47,14 @@ impl Message {
             _ => false,
         };
         Self {
-            bytes,
             value,
             readable,
         }
     }
 
-    /// The body as it came, for rmcp.
-    pub(super) fn bytes(&self) -> &Bytes {
-        &self.bytes
-    }
-
-    /// The parsed message.
-    pub(super) fn value(&self) -> &Value {
-        &self.value
+    /// The parsed message, to be served.
+    pub(super) fn into_value(self) -> Value {
+        self.value
     }
 
     /// Whether the gate can tell what the message is: an object whose `method` (if any) is a
@@ -114,22 +105,22 @@ impl Message {
         self.param("name")?.as_str()
     }
 
-    /// The cursor of a page request.
-    pub(super) fn cursor(&self) -> Option<&Value> {
-        self.param("cursor")
-    }
-
-    /// The revision an `initialize` asks for.
-    pub(super) fn requested_revision(&self) -> Option<&str> {
-        self.param("protocolVersion")?.as_str()
-    }
-
     /// The revision a request of the stateless revision names in its `_meta`.
     pub(super) fn meta_revision(&self) -> Option<&str> {
         self.param("_meta")?
             .get("io.modelcontextprotocol/protocolVersion")?
             .as_str()
     }
+}
+
+/// A body that is not JSON: -32700, id null, with 400.
+fn parse_error(why: &str) -> Response {
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32700, "message": format!("parse error: {why}")},
+    });
+    (StatusCode::BAD_REQUEST, axum::Json(error)).into_response()
 }
 
 /// Reads a request body of at most [`MAX_MESSAGE_BYTES`] within [`BODY_TIMEOUT`]: a larger
@@ -161,10 +152,7 @@ mod tests {
     use super::*;
 
     fn message(text: &str) -> Message {
-        Message::parsed(
-            Bytes::copy_from_slice(text.as_bytes()),
-            serde_json::from_str(text).unwrap(),
-        )
+        Message::parsed(serde_json::from_str(text).unwrap())
     }
 
     #[test]
@@ -201,7 +189,6 @@ mod tests {
             r#"{"id":1,"method":"initialize","params":{"name":7,"protocolVersion":"2025-06-18"}}"#,
         );
         assert!(initialize.readable());
-        assert_eq!(initialize.requested_revision(), Some("2025-06-18"));
         assert_eq!(initialize.tool_name(), None);
     }
 }

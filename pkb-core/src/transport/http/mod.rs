@@ -1,26 +1,25 @@
-//! MCP over Streamable HTTP: rmcp's `StreamableHttpService` at `/mcp` inside axum, behind
-//! the DNS-rebinding checks ([`origin`]) and the authorization gate ([`gate`]), served by
-//! hyper with the contract's limits on slow clients, with or without TLS.
+//! MCP over Streamable HTTP: `/mcp` inside axum, behind the DNS-rebinding checks
+//! ([`origin`]) and the authorization gate ([`gate`]), served by PKB's dispatcher
+//! ([`endpoint`]), by hyper with the contract's limits on slow clients, with or without TLS.
 //!
 //! Every session gets its own [`McpServer`] from one template, so tools, resources and
 //! prompts are the same as on stdio: no handler learns which transport it is on.
 
 mod bearer;
-mod call_streams;
-mod direct_calls;
+mod endpoint;
+mod events;
 mod gate;
+mod headers;
 mod in_flight;
 mod listener;
 mod message;
 mod origin;
-mod priming;
-mod revision;
-mod session_manager;
+mod removed_methods;
+mod session;
 mod sessions;
 mod stateless_streams;
 mod stream_places;
 mod unread_body;
-mod unreadable;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -30,9 +29,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::response::IntoResponse;
-use axum::routing::get;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use axum::routing::{any, get};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -44,7 +41,9 @@ pub use stream_places::STREAMS_PER_USER;
 
 use crate::McpServer;
 pub use crate::crypto_provider::install as install_crypto_provider;
-use crate::transport::MAX_MESSAGE_BYTES;
+
+/// The header naming a session.
+const SESSION_HEADER: &str = "mcp-session-id";
 
 /// How long a shutdown waits for the requests in flight.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -182,25 +181,12 @@ impl HttpServer {
         ));
 
         let cancel = CancellationToken::new();
-        let mut rmcp_sessions = LocalSessionManager::default();
-        // The gate ends idle sessions itself (rmcp's timer would not see the calls the gate
-        // answers directly).
-        rmcp_sessions.session_config.keep_alive = None;
-        let sessions = Arc::new(session_manager::RoutedSessions {
-            local: rmcp_sessions,
-        });
-        // Host and Origin are checked by `origin`, before rmcp: its lists are turned off.
-        let config = StreamableHttpServerConfig::default()
-            .disable_allowed_hosts()
-            .disable_allowed_origins()
-            .with_max_request_body_bytes(MAX_MESSAGE_BYTES)
-            .with_cancellation_token(cancel.clone());
         let registry = template.shared_registry();
-        let service = StreamableHttpService::new(
-            move || Ok(direct_calls::new_session_server(&template)),
-            Arc::clone(&sessions),
-            config,
-        );
+        let endpoint = endpoint::Endpoint {
+            template,
+            registry: Arc::clone(&registry),
+            stop: cancel.clone(),
+        };
 
         let resource = format!("{public_url}{MCP_PATH}");
         let issuer = settings
@@ -214,19 +200,16 @@ impl HttpServer {
                 .as_ref()
                 .map(|_| format!("{public_url}{RESOURCE_METADATA_PATH}")),
             stream_places: Arc::new(stream_places::StreamPlaces::new(settings.max_sessions)),
-            sessions: sessions::Sessions::new(
-                sessions,
-                settings.max_sessions,
-                settings.session_idle_timeout,
-            ),
+            sessions: sessions::Sessions::new(settings.max_sessions, settings.session_idle_timeout),
             in_flight: Arc::default(),
             draining: AtomicBool::new(false),
             streams: Arc::default(),
+            endpoint,
         });
 
-        let mcp = Router::new().route_service(MCP_PATH, service).layer(
-            axum::middleware::from_fn_with_state(Arc::clone(&gate), gate::gate),
-        );
+        let mcp = Router::new()
+            .route(MCP_PATH, any(gate::serve))
+            .with_state(Arc::clone(&gate));
         let mut router = Router::new()
             .route("/healthz", get(|| async { "ok" }))
             .merge(mcp);
@@ -306,6 +289,7 @@ impl HttpServer {
         stop.cancel();
         // Ends every session and its event streams, so the connections can close.
         self.cancel.cancel();
+        self.gate.sessions.close_all();
         let Ok(connections) = serving.await else {
             return;
         };

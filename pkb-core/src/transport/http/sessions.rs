@@ -1,24 +1,20 @@
 //! The sessions the gate keeps: who owns each and when its client last spoke, the places
 //! under the session limit held by `initialize`s on their way, and the sweep that ends idle
-//! sessions, sessions whose token failed, and sessions whose `initialize` never came back.
+//! sessions and sessions whose token failed.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::transport::streamable_http_server::session::SessionManager;
-
 use super::BearerAuth;
-use super::direct_calls::DirectSession;
+use super::session::HttpSession;
 use super::stateless_streams::StatelessStreams;
 use crate::identity::User;
 use crate::locks::lock;
 
-/// The sessions of one server, as rmcp keeps them and as the gate knows their owners.
+/// The sessions of one server, and their owners.
 pub(super) struct Sessions {
-    /// rmcp's sessions.
-    pub(super) manager: Arc<super::session_manager::RoutedSessions>,
     /// At most this many at once.
     pub(super) max: usize,
     /// `initialize` requests let through and not yet answered: each holds a place under
@@ -38,9 +34,8 @@ pub struct Owner {
     /// session ends, and with it any event stream still carrying the user's note changes.
     pub(super) token: Option<Arc<str>>,
     pub(super) last_seen: Instant,
-    /// The session's server, answering its plain tool calls without rmcp (see
-    /// [`direct_calls`]).
-    pub(super) calls: Option<DirectSession>,
+    /// The session itself.
+    pub(super) session: Arc<HttpSession>,
 }
 
 /// A place under `--max-sessions` held for an `initialize` on its way. The count of places
@@ -70,14 +65,9 @@ impl Drop for SessionPlace<'_> {
 }
 
 impl Sessions {
-    /// No sessions yet, of rmcp's `manager`, at most `max`, ended after `idle_timeout`.
-    pub(super) fn new(
-        manager: Arc<super::session_manager::RoutedSessions>,
-        max: usize,
-        idle_timeout: Duration,
-    ) -> Self {
+    /// No sessions yet, at most `max`, ended after `idle_timeout`.
+    pub(super) fn new(max: usize, idle_timeout: Duration) -> Self {
         Self {
-            manager,
             max,
             opening: AtomicUsize::new(0),
             owners: Mutex::default(),
@@ -101,9 +91,9 @@ impl Sessions {
     }
 
     /// Ends the sessions whose client sent nothing for the idle timeout or whose latest token
-    /// `auth` no longer takes, and the `streams` whose token it no longer takes, and forgets
-    /// the owners of sessions that ended. rmcp's own idle timer is reset by what the server
-    /// sends too, so a session that only receives notifications would never end by it.
+    /// `auth` no longer takes, and the `streams` whose token it no longer takes. What the
+    /// server sends does not count as the client speaking: a session that only receives
+    /// notifications would never end.
     pub(super) async fn sweep(&self, auth: Option<&dyn BearerAuth>, streams: &StatelessStreams) {
         let mut ending: Vec<String> = Vec::new();
         let mut tokens: Vec<(String, Arc<str>)> = Vec::new();
@@ -131,64 +121,18 @@ impl Sessions {
                 streams.end(stream);
             }
         }
+        let mut owners = lock(&self.owners);
         for id in ending {
-            let _ = self.manager.close_session(&id.as_str().into()).await;
-            lock(&self.owners).remove(&id);
+            if let Some(owner) = owners.remove(&id) {
+                owner.session.close();
+            }
         }
-        for id in self.sessions_without_owner().await {
-            tracing::debug!(session = %id, "ending a session whose initialize never came back");
-            let _ = self.manager.close_session(&id.as_str().into()).await;
-        }
-        let open = self.manager.local.sessions.read().await;
-        lock(&self.owners).retain(|id, _| open.contains_key(id.as_str()));
     }
 
-    /// The sessions rmcp opened that no owner holds and none will: their `initialize` was
-    /// dropped on its way back through the gate (its client went away), so no request will
-    /// ever reach them, and only this sweep can end them. rmcp's map is read first, then the
-    /// owners: a session whose `initialize` is still on its way holds a place under
-    /// `max` ([`SessionPlace`]) until it is among the owners, so while any place is
-    /// held, nothing is taken for an orphan.
-    async fn sessions_without_owner(&self) -> Vec<String> {
-        let open: Vec<String> = self
-            .manager
-            .local
-            .sessions
-            .read()
-            .await
-            .keys()
-            .map(|id| id.to_string())
-            .collect();
-        let owners = lock(&self.owners);
-        if self.opening.load(Ordering::SeqCst) > 0 {
-            return Vec::new();
+    /// Ends every session: the server is stopping.
+    pub(super) fn close_all(&self) {
+        for (_, owner) in lock(&self.owners).drain() {
+            owner.session.close();
         }
-        open.into_iter()
-            .filter(|id| !owners.contains_key(id))
-            .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_session_whose_initialize_never_came_back_is_ended_once_no_place_is_held() {
-        let sessions = Sessions::new(Arc::default(), 10, Duration::from_secs(60));
-        let streams = StatelessStreams::default();
-        // What rmcp leaves when the gate's `initialize` is dropped after rmcp opened the
-        // session and before the gate made it an owner's.
-        let (orphan, transport) = sessions.manager.create_session().await.unwrap();
-        let on_its_way = sessions.reserve().unwrap();
-        sessions.sweep(None, &streams).await;
-        assert!(
-            sessions.manager.has_session(&orphan).await.unwrap(),
-            "kept while an initialize on its way may still own it"
-        );
-        drop(on_its_way);
-        sessions.sweep(None, &streams).await;
-        assert!(!sessions.manager.has_session(&orphan).await.unwrap());
-        drop(transport);
     }
 }

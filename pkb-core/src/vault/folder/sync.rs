@@ -89,6 +89,9 @@ struct TakenIn {
     dates: NoteDates,
     /// The note as the store holds it now.
     current: Option<Note>,
+    /// The draft is the file's text merged with a change PKB made since the file was
+    /// written: the file is to be written again.
+    rewrite: bool,
 }
 
 impl TakenIn {
@@ -294,6 +297,7 @@ impl Folder {
         let mut changed = survey.changed;
         changed.sort_by(|a, b| a.path.cmp(&b.path));
         let mut pending = Vec::new();
+        let mut to_write = Vec::new();
         for looked in changed {
             let candidate = match looked.note {
                 Ok(candidate) => candidate,
@@ -318,10 +322,13 @@ impl Folder {
             let Candidate { mut draft, dates } = candidate;
             draft.id = id;
             let current = self.inner().get(&draft.id).await?;
+            let mut rewrite = false;
             if let Some(current) = &current {
-                draft = self
-                    .merged_with(current, draft, looked.stamp.modified_ns)
+                let merged = self
+                    .merged_with(current, draft.clone(), looked.stamp.modified_ns)
                     .await?;
+                rewrite = merged != draft;
+                draft = merged;
             }
             let taken = TakenIn {
                 path: looked.path,
@@ -331,10 +338,14 @@ impl Folder {
                 draft,
                 dates,
                 current,
+                rewrite,
             };
             match &taken.current {
                 Some(current) if taken.holds(current) => {
                     self.record_taken_in(&taken, current.version)?;
+                    if taken.rewrite {
+                        to_write.push(current.clone());
+                    }
                 }
                 _ => pending.push(taken),
             }
@@ -342,7 +353,12 @@ impl Folder {
         while !pending.is_empty() {
             let rest = pending.split_off(pending.len().min(TAKE_IN_BATCH));
             let batch = std::mem::replace(&mut pending, rest);
-            self.save_taken_in(batch).await?;
+            to_write.extend(self.save_taken_in(batch).await?);
+        }
+        // A save merged with a change PKB made meanwhile: the file gets the merge too, or the
+        // next save, made on the file as it is, would take PKB's change out again.
+        for note in to_write {
+            self.write_note_file(&note).await?;
         }
         for (path, record) in vanished {
             if self.inner().delete(&record.id, FILE_CLIENT).await? {
@@ -397,8 +413,9 @@ impl Folder {
         }
     }
 
-    /// Saves the notes of changed files as versions made by `file`, in one transaction.
-    async fn save_taken_in(&self, batch: Vec<TakenIn>) -> Result<(), StoreError> {
+    /// Saves the notes of changed files as versions made by `file`, in one transaction; the
+    /// saved notes whose files are to be written again.
+    async fn save_taken_in(&self, batch: Vec<TakenIn>) -> Result<Vec<Note>, StoreError> {
         let notes = batch
             .iter()
             .map(|taken| {
@@ -413,6 +430,7 @@ impl Folder {
             .collect();
         let by = Provenance::write(FILE_CLIENT);
         let outcomes = self.inner().put_dated(notes, PutMode::Replace, &by).await?;
+        let mut to_write = Vec::new();
         for (taken, outcome) in batch.iter().zip(outcomes) {
             let (PutOutcome::Created(note) | PutOutcome::Replaced(note)) = outcome else {
                 return Err(StoreError::Unavailable(
@@ -425,8 +443,11 @@ impl Folder {
                 .is_none_or(|current| current.title != note.title);
             self.announce(&note.id, list_changed);
             self.record_taken_in(taken, note.version)?;
+            if taken.rewrite {
+                to_write.push(note);
+            }
         }
-        Ok(())
+        Ok(to_write)
     }
 
     /// Records that the file `taken` came from holds version `version` of its note.

@@ -1,4 +1,0 @@
-mod json;
-mod parameters;
-pub use json::*;
-pub use parameters::*;

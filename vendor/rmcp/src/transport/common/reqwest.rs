@@ -1,2 +1,0 @@
-#[cfg(feature = "transport-streamable-http-client-reqwest")]
-mod streamable_http_client;

@@ -1,1 +1,0 @@
-// Maybe we don't really need a ws implementation?
