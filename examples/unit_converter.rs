@@ -4,7 +4,7 @@
 //! `cargo run -p pkb-examples --example unit_converter`. Its code uses only what
 //! `pkb-core` offers without features (`default-features = false`): no HTTP, no store.
 
-use pkb_core::transport::stdio;
+use pkb_core::transport::{self, stdio};
 use pkb_core::{McpServer, Registry, Stateless, ToolError, declarations, pkb_tool};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -144,6 +144,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_instructions("Converts lengths, masses and temperatures between units.");
     let server = McpServer::new(registry, app);
     let stop = std::future::pending();
-    stdio::serve(&server, tokio::io::stdin(), tokio::io::stdout(), stop).await?;
+    let (input, output) = transport::standard_streams();
+    stdio::serve(&server, input, output, stop).await?;
     Ok(())
 }

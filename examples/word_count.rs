@@ -4,7 +4,7 @@
 //! `cargo run -p pkb-examples --example word_count -- --memory` (or `-- path/to/store.db`).
 
 use pkb_core::store::sqlite;
-use pkb_core::transport::stdio;
+use pkb_core::transport::{self, stdio};
 use pkb_core::{McpServer, NotesApp, Registry, declarations};
 
 #[tokio::main]
@@ -23,6 +23,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = McpServer::new(registry, NotesApp::Shared(store));
     // Until stdin ends: no other reason to stop.
     let stop = std::future::pending();
-    stdio::serve(&server, tokio::io::stdin(), tokio::io::stdout(), stop).await?;
+    let (input, output) = transport::standard_streams();
+    stdio::serve(&server, input, output, stop).await?;
     Ok(())
 }

@@ -2,16 +2,10 @@
 
 #[cfg(feature = "http")]
 pub mod http;
-#[cfg(feature = "http")]
-mod inline_tool_calls;
-#[cfg(feature = "http")]
-mod rmcp_reading;
+mod standard_streams;
 pub mod stdio;
 
-#[cfg(feature = "http")]
-pub use inline_tool_calls::InlineToolCalls;
-#[cfg(feature = "http")]
-pub(crate) use rmcp_reading::{known_params_error, plain_call_tool, unreadable_message_answer};
+pub use standard_streams::{Input, Output, standard_streams};
 pub use stdio::MAX_IN_FLIGHT;
 
 /// The longest message accepted, in bytes. A longer one is answered with a parse error and

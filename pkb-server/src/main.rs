@@ -85,7 +85,6 @@ fn open_stores_allowed() -> usize {
 
 /// Logs go to stderr only: stdout carries the protocol.
 fn init_logging(level: Option<&str>) {
-    use tracing_subscriber::filter::{FilterExt, LevelFilter, filter_fn};
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::{Layer, fmt};
@@ -93,30 +92,11 @@ fn init_logging(level: Option<&str>) {
         Some(level) => EnvFilter::new(level),
         None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
     };
-    // The hint says the level filter alone decides how verbose the logs may be, so that
-    // `log` records under it (the tokenizer's, a trace line per character) are skipped where
-    // they are made: a filter without a hint had let every one through to be judged and
-    // dropped, 2% of the encoder's time.
-    let no_error_answers = filter_fn(|event| !rmcp_logs_an_error_answer(event))
-        .with_max_level_hint(LevelFilter::TRACE);
     let layer = fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(false)
-        .with_filter(filter.and(no_error_answers));
+        .with_filter(filter);
     tracing_subscriber::registry().with(layer).init();
-}
-
-/// Whether `event` is rmcp's warning of an error it answered a request with: an invalid
-/// argument or an unknown resource is the client's mistake, answered to the client, and at
-/// the default level such a line per request buried what the operator needs to see. The
-/// server's own lines for the same answers are at debug. Told by its fields, since rmcp gives
-/// it no target of its own.
-fn rmcp_logs_an_error_answer(event: &tracing::Metadata<'_>) -> bool {
-    event.is_event()
-        && *event.level() == tracing::Level::WARN
-        && event.target() == "rmcp::service"
-        && event.fields().field("error").is_some()
-        && event.fields().field("id").is_some()
 }
 
 async fn run(cli: Cli) -> ExitCode {
@@ -643,7 +623,7 @@ async fn serve(server: McpServer) -> ExitCode {
         Ok(shutdown) => shutdown,
         Err(error) => return fail(&format!("cannot listen for signals: {error}")),
     };
-    let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
+    let (stdin, stdout) = pkb_core::transport::standard_streams();
     let stop = async {
         shutdown.received().await;
         tracing::info!("signal received, shutting down");

@@ -15,12 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CancelledNotification, CancelledNotificationParam, ClientResult, ErrorData, GetExtensions,
-    JsonRpcMessage, NumberOrString, RequestId, ServerJsonRpcMessage, ServerNotification,
-    ServerRequest,
+    CancelledNotification, CancelledNotificationParam, ClientResult, ErrorData, JsonRpcMessage,
+    NumberOrString, RequestId, ServerJsonRpcMessage, ServerNotification, ServerRequest,
 };
-use rmcp::service::{OriginatingRequestId, PeerRequestOptions, ServiceError};
-use rmcp::{Peer, RoleServer};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::locks::lock;
@@ -36,6 +33,11 @@ pub struct Outgoing {
     /// The request being answered when it was sent: over HTTP it rides that request's stream.
     pub during: Option<RequestId>,
 }
+
+/// What a link sends, for its transport to write. Each message is boxed: a channel allocates
+/// room for 32 of what it carries when it is made, and a session's link is made whether it
+/// sends anything or not.
+pub type Outbox = mpsc::Receiver<Box<Outgoing>>;
 
 /// Appends `message` to `out` as JSON. An error answering no readable id says `"id": null`,
 /// as JSON-RPC 2.0 asks (rmcp's type would leave the id out, as only 2026-07-28 allows).
@@ -70,6 +72,43 @@ pub enum AskError {
 
 type Waiting = oneshot::Sender<Result<ClientResult, ErrorData>>;
 
+/// `notifications/cancelled` for the server's request `id`, given up on.
+fn cancelled(id: RequestId) -> ServerNotification {
+    // rmcp's words for it.
+    let params = CancelledNotificationParam::new(Some(id), Some("request timeout".to_owned()));
+    ServerNotification::CancelledNotification(CancelledNotification::new(params))
+}
+
+/// A request to the client, sent or being sent, whose asker may be dropped before it is
+/// answered (its call was cancelled, its session closed): then nobody waits for the answer any
+/// more, and the client is told so, as far as the outbox has room.
+struct OpenAsk<'a> {
+    link: &'a ClientLink,
+    /// `None` once the asker has its outcome.
+    id: Option<RequestId>,
+    during: Option<RequestId>,
+}
+
+impl Drop for OpenAsk<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let was_waiting = lock(&self.link.inner.waiting).remove(&id).is_some();
+        if was_waiting {
+            let message = ServerJsonRpcMessage::notification(cancelled(id));
+            let outgoing = Box::new(Outgoing {
+                message,
+                during: self.during.take(),
+            });
+            self.link.inner.unwritten.fetch_add(1, Ordering::SeqCst);
+            if self.link.inner.outbox.try_send(outgoing).is_err() {
+                self.link.inner.unwritten.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
 /// PKB's handle on one session's client. Cloning it gives another handle on the same client.
 #[derive(Clone)]
 pub struct ClientLink {
@@ -77,7 +116,7 @@ pub struct ClientLink {
 }
 
 struct LinkInner {
-    outbox: mpsc::Sender<Outgoing>,
+    outbox: mpsc::Sender<Box<Outgoing>>,
     /// Messages sent and not yet written by the transport (see [`ClientLink::written`]).
     unwritten: AtomicUsize,
     /// The requests sent to the client and not yet answered, by the id they were sent with.
@@ -87,7 +126,7 @@ struct LinkInner {
 
 impl ClientLink {
     /// A link, and the receiver of what it sends, for the transport to write.
-    pub fn new() -> (Self, mpsc::Receiver<Outgoing>) {
+    pub fn new() -> (Self, Outbox) {
         let (outbox, outgoing) = mpsc::channel(OUTBOX_CAPACITY);
         let inner = LinkInner {
             outbox,
@@ -110,7 +149,11 @@ impl ClientLink {
         during: Option<RequestId>,
     ) -> Result<(), Unreachable> {
         self.inner.unwritten.fetch_add(1, Ordering::SeqCst);
-        let sent = self.inner.outbox.send(Outgoing { message, during }).await;
+        let sent = self
+            .inner
+            .outbox
+            .send(Box::new(Outgoing { message, during }))
+            .await;
         if sent.is_err() {
             self.inner.unwritten.fetch_sub(1, Ordering::SeqCst);
         }
@@ -150,24 +193,23 @@ impl ClientLink {
         let id = NumberOrString::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let (answered, answer) = oneshot::channel();
         lock(&self.inner.waiting).insert(id.clone(), answered);
+        let mut open = OpenAsk {
+            link: self,
+            id: Some(id.clone()),
+            during: during.clone(),
+        };
         let message = ServerJsonRpcMessage::request(request, id.clone());
-        if let Err(error) = self.send(message, during.clone()).await {
-            lock(&self.inner.waiting).remove(&id);
-            return Err(error.into());
-        }
-        match tokio::time::timeout(timeout, answer).await {
+        self.send(message, during.clone()).await?;
+        let outcome = tokio::time::timeout(timeout, answer).await;
+        open.id = None;
+        match outcome {
             Ok(Ok(Ok(result))) => Ok(result),
             Ok(Ok(Err(error))) => Err(AskError::Refused(error)),
             // The link's last handle went away with the request still open.
             Ok(Err(_)) => Err(Unreachable.into()),
             Err(_) => {
                 lock(&self.inner.waiting).remove(&id);
-                // rmcp's words for it.
-                let reason = "request timeout".to_owned();
-                let params = CancelledNotificationParam::new(Some(id), Some(reason));
-                let cancelled =
-                    ServerNotification::CancelledNotification(CancelledNotification::new(params));
-                let _ = self.notify(cancelled, during).await;
+                let _ = self.notify(cancelled(id), during).await;
                 Err(AskError::TimedOut(timeout))
             }
         }
@@ -183,72 +225,6 @@ impl ClientLink {
             }
             None => tracing::debug!(%id, "ignored an answer to no open request"),
         }
-    }
-}
-
-/// The way to a session's client a handler's [`Context`](super::context::Context) holds: PKB's
-/// own [`ClientLink`], or, for sessions still served by rmcp's service (Streamable HTTP, until
-/// it moves to PKB's dispatcher), rmcp's peer.
-#[derive(Clone)]
-pub enum ClientHandle {
-    /// PKB's own link.
-    Link(ClientLink),
-    /// rmcp's peer of a session its service runs.
-    Rmcp(Peer<RoleServer>),
-}
-
-impl ClientHandle {
-    /// Sends `notification`; `during` names the request being answered.
-    pub(crate) async fn notify(
-        &self,
-        notification: ServerNotification,
-        during: Option<RequestId>,
-    ) -> Result<(), String> {
-        match self {
-            Self::Link(link) => link
-                .notify(notification, during)
-                .await
-                .map_err(|e| e.to_string()),
-            Self::Rmcp(peer) => peer
-                .send_notification(notification)
-                .await
-                .map_err(|e| e.to_string()),
-        }
-    }
-
-    /// Sends `request` while answering `during` and waits for its answer, at most `timeout`.
-    pub(crate) async fn ask(
-        &self,
-        mut request: ServerRequest,
-        during: Option<RequestId>,
-        timeout: Duration,
-    ) -> Result<ClientResult, AskError> {
-        match self {
-            Self::Link(link) => link.ask(request, during, timeout).await,
-            Self::Rmcp(peer) => {
-                // rmcp puts a request marked so on the response stream of the one it answers.
-                if let Some(id) = during {
-                    request.extensions_mut().insert(OriginatingRequestId(id));
-                }
-                let mut options = PeerRequestOptions::default();
-                options.timeout = Some(timeout);
-                let sent = peer
-                    .send_request_with_option(request, options)
-                    .await
-                    .map_err(|e| rmcp_failure(e, timeout))?;
-                sent.await_response()
-                    .await
-                    .map_err(|e| rmcp_failure(e, timeout))
-            }
-        }
-    }
-}
-
-fn rmcp_failure(error: ServiceError, timeout: Duration) -> AskError {
-    match error {
-        ServiceError::Timeout { .. } => AskError::TimedOut(timeout),
-        ServiceError::McpError(error) => AskError::Refused(error),
-        other => AskError::Refused(ErrorData::internal_error(other.to_string(), None)),
     }
 }
 
@@ -321,6 +297,32 @@ mod tests {
         };
         let JsonRpcMessage::Request(request) = first.message else {
             panic!("a request");
+        };
+        assert_eq!(cancelled.params.request_id, Some(request.id));
+    }
+
+    #[tokio::test]
+    async fn a_request_its_asker_gave_up_is_forgotten_and_the_client_told() {
+        let (link, mut outgoing) = ClientLink::new();
+        let asking = tokio::spawn({
+            let link = link.clone();
+            async move {
+                let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
+                link.ask(request, None, Duration::from_secs(60)).await
+            }
+        });
+        let JsonRpcMessage::Request(request) = outgoing.recv().await.unwrap().message else {
+            panic!("a request");
+        };
+        asking.abort();
+        assert!(asking.await.unwrap_err().is_cancelled());
+        assert!(lock(&link.inner.waiting).is_empty());
+        let JsonRpcMessage::Notification(notification) = outgoing.recv().await.unwrap().message
+        else {
+            panic!("a notification");
+        };
+        let ServerNotification::CancelledNotification(cancelled) = notification.notification else {
+            panic!("notifications/cancelled");
         };
         assert_eq!(cancelled.params.request_id, Some(request.id));
     }

@@ -23,7 +23,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::changes::{Change, ChangeHub, ChangeKind};
-use super::client_link::{AskError, ClientHandle};
+use super::client_link::{AskError, ClientLink};
 use super::input_rounds::{InputRound, RoundAnswer};
 use crate::locks::lock;
 
@@ -44,7 +44,7 @@ const CANCEL_GRACE: Duration = Duration::from_secs(1);
 pub struct Context {
     state: AppState,
     session: Arc<Session>,
-    client: Option<ClientHandle>,
+    client: Option<ClientLink>,
     sampling: bool,
     /// The client declared sampling with tools.
     sampling_tools: bool,
@@ -122,7 +122,7 @@ impl Session {
     pub fn forward_changes(
         self: &Arc<Self>,
         mut changes: tokio::sync::broadcast::Receiver<Change>,
-        client: ClientHandle,
+        client: ClientLink,
     ) {
         let session: Weak<Session> = Arc::downgrade(self);
         let dropped = self.dropped.clone();
@@ -249,7 +249,7 @@ impl Context {
     pub fn new(
         state: AppState,
         session: Arc<Session>,
-        client: Option<ClientHandle>,
+        client: Option<ClientLink>,
         sampling: bool,
     ) -> Self {
         Self {
@@ -373,7 +373,7 @@ impl Context {
     }
 
     /// The way to the client, when there is one.
-    pub fn client(&self) -> Option<&ClientHandle> {
+    pub fn client(&self) -> Option<&ClientLink> {
         self.client.as_ref()
     }
 
@@ -428,7 +428,7 @@ impl Context {
     /// nobody awaits; the session closing gives it up at once.
     async fn ask(
         &self,
-        client: &ClientHandle,
+        client: &ClientLink,
         request: ServerRequest,
         timeout: Duration,
     ) -> Result<ClientResult, ClientRequestError> {
@@ -451,11 +451,11 @@ impl Context {
     /// deliver it then).
     async fn notify(
         &self,
-        client: &ClientHandle,
+        client: &ClientLink,
         notification: ServerNotification,
     ) -> Result<(), String> {
         tokio::select! {
-            sent = client.notify(notification, self.request_id.clone()) => sent,
+            sent = client.notify(notification, self.request_id.clone()) => sent.map_err(|e| e.to_string()),
             () = self.session.closing.cancelled() => Err("the session is closing".into()),
         }
     }

@@ -26,7 +26,6 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::client_link::ClientHandle;
 use super::incoming::Incoming;
 use super::server::{
     McpServer, RequestFacts, invalid_params, method_not_found, removed_by_stateless_revision,
@@ -248,7 +247,7 @@ impl McpServer {
             stateless: version.as_ref().is_some_and(|v| !v.has_initialize()),
             meta,
             principal,
-            client: self.state.link.clone().map(ClientHandle::Link),
+            client: self.state.link.clone(),
         };
         let result = self
             .answer_method(method, params, &facts, legacy, cancelled)
@@ -358,7 +357,7 @@ impl McpServer {
         cancelled: &CancellationToken,
     ) -> Result<ServerResult, ErrorData> {
         let user = facts.user().clone();
-        let Some(ClientHandle::Link(link)) = &facts.client else {
+        let Some(link) = &facts.client else {
             return Err(method_not_found("subscriptions/listen"));
         };
         let requested = listen.notifications;
@@ -436,7 +435,7 @@ impl McpServer {
             ));
         }
         if let Some(link) = &self.state.link {
-            self.begin_session(user, ClientHandle::Link(link.clone()));
+            self.begin_session(user, link.clone());
         }
         Ok(result)
     }

@@ -118,14 +118,21 @@ impl Incoming {
     }
 }
 
-/// A response's `result`, or its `error` read as an error; `None` when it has neither, or an
-/// error that is none.
+/// A response's `result`, or its `error` read as an error; `None` when it has neither. An
+/// error that cannot be read is still the client's refusal: the request waiting on it fails
+/// now, rather than at its timeout.
 fn response_outcome(object: &mut Map<String, Value>) -> Option<Result<Value, ErrorData>> {
     if let Some(result) = object.remove("result") {
         return Some(Ok(result));
     }
     let error = object.remove("error")?;
-    serde_json::from_value::<ErrorData>(error).ok().map(Err)
+    Some(Err(serde_json::from_value::<ErrorData>(error)
+        .unwrap_or_else(|_| {
+            ErrorData::internal_error(
+                "the client answered with an error that cannot be read",
+                None,
+            )
+        })))
 }
 
 /// The error answer to a message that is not one this server can read.
@@ -208,6 +215,15 @@ mod tests {
             Ok(Incoming::Response {
                 outcome: Err(_),
                 ..
+            })
+        ));
+        // An error that is none is still a refusal of that request, not a message ignored.
+        let garbled = json!({"jsonrpc": "2.0", "id": 0, "error": {"code": "x"}});
+        assert!(matches!(
+            Incoming::read(garbled),
+            Ok(Incoming::Response {
+                id: NumberOrString::Number(0),
+                outcome: Err(_),
             })
         ));
     }

@@ -6,27 +6,24 @@
 #![allow(deprecated)]
 
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, CompleteRequestParams,
-    CompleteResult, CompletionInfo, CustomRequest, CustomResult, ErrorData, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
+    CompleteResult, CompletionInfo, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
     InputRequiredResult, InputResponses, JsonObject, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     PromptsCapability, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
     ReadResourceResult, Reference, RequestId, RequestMetaObject, ResourceContents,
     ResourcesCapability, ServerCapabilities, ServerNotification, SetLevelRequestParams,
-    SubscribeRequestParams, SubscriptionFilter, Tool, ToolsCapability, UnsubscribeRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, ToolsCapability, UnsubscribeRequestParams,
 };
-use rmcp::service::{RequestContext, SubscriptionContext};
-use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use super::app::{App, ServedApp};
 use super::changes::{ChangeHub, ChangeKind};
-use super::client_link::{ClientHandle, ClientLink};
+use super::client_link::ClientLink;
 use super::context::{
     AppState, DEFAULT_SAMPLING_TIMEOUT, resource_list_changed_notification,
     resource_updated_notification,
@@ -36,7 +33,6 @@ use super::registry::Catalog;
 use super::tool::ToolReply;
 use crate::framework::access::Principal;
 use crate::identity::User;
-use crate::locks::lock;
 use crate::{CompletionTarget, Context, Registry, ResourceBody, ResourceError, Session};
 
 /// The most entries in one page of resources/list.
@@ -56,9 +52,6 @@ pub struct McpServer {
     pub(super) changes: Arc<ChangeHub>,
     /// Seals the state of calls waiting for the client's input (2026-07-28).
     round_states: Arc<RoundStates>,
-    /// Where the changes were when each `subscriptions/listen` being set up was accepted,
-    /// by the task setting it up.
-    listen_positions: Arc<Mutex<HashMap<tokio::task::Id, u64>>>,
 }
 
 /// What one session holds of its own: plain state, the same whichever transport carries it.
@@ -66,9 +59,6 @@ pub struct McpServer {
 pub(super) struct SessionState {
     /// Its subscriptions, log level and closing.
     pub(super) session: Arc<Session>,
-    /// The way to the client, once `initialize` has succeeded (or a stateless request has
-    /// been served through rmcp).
-    pub(super) client: OnceLock<ClientHandle>,
     /// What the client said of itself at `initialize`, with the revision agreed on.
     pub(super) initialized: OnceLock<InitializeRequestParams>,
     /// PKB's own link to the client, when PKB's dispatcher serves the session.
@@ -81,19 +71,6 @@ pub(super) struct SessionState {
     pub(super) user: OnceLock<User>,
 }
 
-/// `subscriptions/listen` requests between acceptance and their stream, at most: more are
-/// only those whose acknowledgment failed.
-const MAX_LISTENS_SETTING_UP: usize = 1024;
-
-/// The principal the HTTP transport found for this request, if any.
-fn principal_of(request: &RequestContext<RoleServer>) -> Option<&Principal> {
-    request
-        .extensions
-        .get::<http::request::Parts>()?
-        .extensions
-        .get::<Principal>()
-}
-
 /// What the server knows of one request besides its params, whichever road it came by.
 pub(crate) struct RequestFacts {
     pub(crate) id: RequestId,
@@ -102,7 +79,7 @@ pub(crate) struct RequestFacts {
     /// Who the transport found the request acts for; `None` is the local user.
     pub(crate) principal: Option<Principal>,
     /// The way back to the client, for what handlers send it.
-    pub(crate) client: Option<ClientHandle>,
+    pub(crate) client: Option<ClientLink>,
     /// The client's capabilities: the request's own (2026-07-28), else its session's.
     pub(crate) capabilities: Option<ClientCapabilities>,
     /// The client's name: the request's own, else what it gave at `initialize`.
@@ -112,19 +89,6 @@ pub(crate) struct RequestFacts {
 }
 
 impl RequestFacts {
-    /// The facts of a request rmcp's service delivered.
-    fn of_rmcp(request: &RequestContext<RoleServer>) -> Self {
-        Self {
-            id: request.id.clone(),
-            meta: request.meta.clone(),
-            principal: principal_of(request).cloned(),
-            client: Some(ClientHandle::Rmcp(request.peer.clone())),
-            capabilities: request.client_capabilities(),
-            client_info: request.client_info(),
-            stateless: is_stateless(request),
-        }
-    }
-
     /// The user the request acts for.
     pub(crate) fn user(&self) -> &User {
         self.principal.as_ref().map_or(User::local(), |p| &p.user)
@@ -143,7 +107,6 @@ impl McpServer {
             sampling_timeout: DEFAULT_SAMPLING_TIMEOUT,
             changes: Arc::default(),
             round_states: Arc::new(RoundStates::random()),
-            listen_positions: Arc::default(),
         }
     }
 
@@ -205,14 +168,10 @@ impl McpServer {
         Arc::clone(&self.registry)
     }
 
-    /// rmcp's handle on the session's client, from the moment `initialize` succeeded (before
-    /// its answer is written). `None` before that, and for sessions PKB's dispatcher serves.
+    /// The revision the session's `initialize` agreed on, once it has.
     #[cfg(feature = "http")]
-    pub(crate) fn peer(&self) -> Option<&rmcp::Peer<RoleServer>> {
-        match self.state.client.get() {
-            Some(ClientHandle::Rmcp(peer)) => Some(peer),
-            _ => None,
-        }
+    pub(crate) fn agreed_revision(&self) -> Option<&ProtocolVersion> {
+        self.state.initialized.get().map(|i| &i.protocol_version)
     }
 
     /// Marks the session as closing (see [`Session::close`]): call it once the service is
@@ -270,11 +229,6 @@ impl McpServer {
         context = context.with_changes(Arc::clone(&self.changes), Arc::clone(user.storage_key()));
         if request.stateless {
             context = context.stateless();
-            // A stateless session has no initialize: its first request shows its client
-            // handle, from which `InlineToolCalls` answers the session's later calls.
-            if let Some(client) = &request.client {
-                let _ = self.state.client.set(client.clone());
-            }
         }
         Ok(context)
     }
@@ -422,14 +376,6 @@ pub(super) fn method_not_found(method: &str) -> ErrorData {
         format!("method not found: {method}"),
         None,
     )
-}
-
-/// Whether `request` is of the stateless revision (2026-07-28 or later), which has no
-/// session, no setLevel and no server-to-client requests.
-fn is_stateless(request: &RequestContext<RoleServer>) -> bool {
-    request
-        .protocol_version()
-        .is_some_and(|version| !version.has_initialize())
 }
 
 /// The methods 2026-07-28 removed. Sent as requests of that revision they get -32601 (over
@@ -814,220 +760,16 @@ impl McpServer {
 
     /// Begins the session of `user` with `client`: the changes of the user's other sessions
     /// reach it from now on.
-    pub(crate) fn begin_session(&self, user: User, client: ClientHandle) {
+    pub(crate) fn begin_session(&self, user: User, client: ClientLink) {
         self.state
             .session
-            .forward_changes(self.changes.subscribe(user.storage_key()), client.clone());
+            .forward_changes(self.changes.subscribe(user.storage_key()), client);
         let _ = self.state.user.set(user);
-        if self.state.client.set(client).is_err() {
-            tracing::warn!("initialize came twice at once; kept the first session's client handle");
-        }
-    }
-
-    /// The error for a request of `method` that nothing answers: bad params for a method
-    /// this server knows (its params did not parse as the method's), else an unknown method.
-    pub(crate) fn unknown_request(&self, method: &str) -> ErrorData {
-        if KNOWN_METHODS.contains(&method) {
-            invalid_params(format!("invalid params for {method}"))
-        } else {
-            method_not_found(method)
-        }
-    }
-}
-
-/// Streamable HTTP still serves sessions through rmcp's service, which calls this; PKB's own
-/// dispatcher (`dispatch.rs`) calls the same methods.
-impl ServerHandler for McpServer {
-    fn get_info(&self) -> InitializeResult {
-        self.info()
-    }
-
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, ErrorData> {
-        // rmcp tells us of an initialize before the session started (the handshake) with
-        // the client's details already set; one inside a stateless session has none, and
-        // 2026-07-28 has no such method.
-        if context.peer.peer_info().is_none() {
-            return Err(method_not_found("initialize"));
-        }
-        // A session is initialized once: a second `initialize` would renegotiate the version
-        // under calls already answered in the first.
-        if self.state.client.get().is_some() {
-            return Err(ErrorData::invalid_request(
-                "the session is already initialized",
-                None,
-            ));
-        }
-        // rmcp's default, plus keeping the peer: `InlineToolCalls` answers from the first call
-        // the client sends after this answer.
-        context.peer.set_peer_info(request.clone());
-        let result = self.negotiate_initialize(&request)?;
-        let user = principal_of(&context)
-            .map_or(User::local(), |p| &p.user)
-            .clone();
-        self.begin_session(user, ClientHandle::Rmcp(context.peer));
-        Ok(result)
-    }
-
-    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(Self::revisions())
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        self.tools_list()
-    }
-
-    // rmcp checks a call's `Mcp-Param-*` headers against the tool's `x-mcp-header`s.
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.registry.tool_description(name).cloned()
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.tool_call(request, &RequestFacts::of_rmcp(&context))
-            .await
-    }
-
-    async fn list_resources(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        self.resources_list(request, &RequestFacts::of_rmcp(&context))
-            .await
-    }
-
-    async fn list_resource_templates(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.resource_templates_list()
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        self.resource_read(request, &RequestFacts::of_rmcp(&context))
-            .await
-    }
-
-    async fn subscribe(
-        &self,
-        request: SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.resource_subscribe(request, &RequestFacts::of_rmcp(&context))
-    }
-
-    async fn unsubscribe(
-        &self,
-        request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.resource_unsubscribe(request);
-        Ok(())
-    }
-
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        self.prompts_list()
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        self.prompt_get(request, &RequestFacts::of_rmcp(&context))
-            .await
-    }
-
-    async fn complete(
-        &self,
-        request: CompleteRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, ErrorData> {
-        self.completion(request, &RequestFacts::of_rmcp(&context))
-            .await
-    }
-
-    async fn set_level(
-        &self,
-        request: SetLevelRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.log_level_set(request, &RequestFacts::of_rmcp(&context))
-    }
-
-    fn accepted_subscription_filter(
-        &self,
-        requested: &SubscriptionFilter,
-    ) -> Option<SubscriptionFilter> {
-        // rmcp acknowledges the stream to the client before it calls `listen`, in this same
-        // task: the changes from here on are the stream's, or a write the client makes as
-        // soon as it is acknowledged could be missed.
-        if let Some(task) = tokio::task::try_id() {
-            let mut positions = lock(&self.listen_positions);
-            if positions.len() >= MAX_LISTENS_SETTING_UP {
-                // Those of streams whose acknowledgment failed, never taken.
-                positions.clear();
-            }
-            positions.insert(task, self.changes.position());
-        }
-        Some(self.listen_filter(requested))
-    }
-
-    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let facts = RequestFacts::of_rmcp(context.request_context());
-        let user = self.user_of(&facts)?.clone();
-        let position = tokio::task::try_id()
-            .and_then(|task| lock(&self.listen_positions).remove(&task))
-            .unwrap_or(u64::MAX);
-        let sink = context.sink().clone();
-        let send = |notification| {
-            let sink = sink.clone();
-            async move { sink.send(notification).await.map_err(|e| e.to_string()) }
-        };
-        self.stream_changes(
-            &user,
-            position,
-            context.accepted(),
-            context.cancelled(),
-            send,
-        )
-        .await;
-        Ok(())
-    }
-
-    async fn on_custom_request(
-        &self,
-        request: CustomRequest,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CustomResult, ErrorData> {
-        Err(self.unknown_request(&request.method))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use rmcp::ServerHandler;
-
     use super::{McpServer, decode_cursor, encode_cursor};
     use crate::framework::input_rounds::RoundStates;
     use crate::identity::User;
@@ -1037,7 +779,7 @@ mod tests {
     fn capabilities_follow_what_the_registry_holds() {
         let app = || Stateless::new("test", "1");
         let empty = Registry::new(crate::Declarations::new()).unwrap();
-        let info = McpServer::new(empty, app()).get_info();
+        let info = McpServer::new(empty, app()).info();
         let caps = info.capabilities;
         assert!(caps.tools.is_none() && caps.resources.is_none() && caps.prompts.is_none());
         assert!(caps.completions.is_none());
@@ -1047,7 +789,7 @@ mod tests {
         {
             let registry = Registry::new(crate::notes_declarations()).unwrap();
             let store = crate::store::sqlite::open_in_memory(false).unwrap();
-            let pkb = McpServer::new(registry, crate::NotesApp::Shared(store)).get_info();
+            let pkb = McpServer::new(registry, crate::NotesApp::Shared(store)).info();
             let caps = pkb.capabilities;
             assert!(caps.tools.is_some() && caps.prompts.is_some() && caps.completions.is_some());
             let resources = caps.resources.unwrap();

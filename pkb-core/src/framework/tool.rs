@@ -142,7 +142,18 @@ pub trait ToolOutput {
 
 impl<T: Serialize + JsonSchema + 'static> ToolOutput for T {
     fn output_schema() -> Option<Arc<JsonObject>> {
-        let mut schema = (*rmcp::handler::server::tool::schema_for_output::<T>()).clone();
+        // What `Serialize` writes (an `Option` field without `skip_serializing_if` is always
+        // there), in JSON Schema 2020-12, as MCP asks; the root's title and description are
+        // the Rust type's name and doc, noise to a model.
+        let generator = schemars::generate::SchemaSettings::draft2020_12()
+            .for_serialize()
+            .into_generator();
+        let schema = serde_json::to_value(generator.into_root_schema_for::<T>()).ok()?;
+        let serde_json::Value::Object(mut schema) = schema else {
+            return None;
+        };
+        schema.remove("title");
+        schema.remove("description");
         schema.values_mut().for_each(single_types);
         Some(Arc::new(schema))
     }

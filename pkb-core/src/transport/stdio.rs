@@ -17,13 +17,13 @@ use std::time::Duration;
 use rmcp::model::ServerJsonRpcMessage;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::MAX_MESSAGE_BYTES;
 use crate::McpServer;
-use crate::framework::client_link::{ClientLink, Outgoing, encode};
+use crate::framework::client_link::{ClientLink, Outbox, encode};
 use crate::framework::incoming::{Incoming, Refusal};
 
 /// The most requests read and not yet answered: then reading pauses, and the pipe carries the
@@ -257,7 +257,7 @@ impl Output {
 async fn write_lines(
     output: SharedOutput,
     link: ClientLink,
-    mut outgoing: mpsc::Receiver<Outgoing>,
+    mut outgoing: Outbox,
     finished: CancellationToken,
 ) -> std::io::Result<()> {
     loop {
@@ -267,14 +267,14 @@ async fn write_lines(
             () = finished.cancelled() => outgoing.try_recv().ok(),
         };
         let mut out = output.lock().await;
-        let Some(Outgoing { message, .. }) = next else {
+        let Some(next) = next else {
             return out.flush().await;
         };
-        out.write(&message).await?;
+        out.write(&next.message).await?;
         link.written();
         // A burst goes out in one flush.
-        while let Ok(Outgoing { message, .. }) = outgoing.try_recv() {
-            out.write(&message).await?;
+        while let Ok(next) = outgoing.try_recv() {
+            out.write(&next.message).await?;
             link.written();
         }
         out.flush().await?;

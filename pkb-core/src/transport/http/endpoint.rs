@@ -23,8 +23,8 @@ use bytes::Bytes;
 use http::header::{ALLOW, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use rmcp::model::{
-    ErrorCode, ErrorData, JsonRpcMessage, ProtocolVersion, RequestId, RequestMetaObject,
-    ServerJsonRpcMessage,
+    ErrorCode, ErrorData, InitializeRequestParams, JsonRpcMessage, ProtocolVersion, RequestId,
+    RequestMetaObject, ServerJsonRpcMessage,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -81,7 +81,10 @@ fn session_not_found() -> Response {
 }
 
 fn session_required() -> Response {
-    plain(StatusCode::BAD_REQUEST, "Bad Request: Session ID is required")
+    plain(
+        StatusCode::BAD_REQUEST,
+        "Bad Request: Session ID is required",
+    )
 }
 
 fn method_not_allowed(allow: &'static str) -> Response {
@@ -187,16 +190,14 @@ impl Endpoint {
             Incoming::Request { params, .. } => Some(meta_of(params)),
             _ => None,
         };
-        let own_revision = meta
-            .as_ref()
-            .and_then(RequestMetaObject::protocol_version);
+        let own_revision = meta.as_ref().and_then(RequestMetaObject::protocol_version);
         if let Some(problem) = headers::version_problem(headers, own_revision.is_some()) {
             return (StatusCode::BAD_REQUEST, problem).into_response().into();
         }
         let header = headers::version(headers);
         if let Incoming::Request { id, method, params } = &incoming
             && let Some(meta) = &meta
-            && let Err(refusal) = check_revisions(header, id, method, params, meta)
+            && let Some(refusal) = revisions_refusal(header, id, method, params, meta)
         {
             return refusal.into();
         }
@@ -313,8 +314,7 @@ impl Endpoint {
                 .flatten()
                 .and_then(|name| self.registry.tool_description(name))
                 .map(|tool| &*tool.input_schema);
-            if let Err(why) = headers::check_routing_headers(headers, &method, &params, schema)
-            {
+            if let Err(why) = headers::check_routing_headers(headers, &method, &params, schema) {
                 return refused(Some(id), ErrorCode(-32020), why);
             }
         }
@@ -343,16 +343,20 @@ impl Endpoint {
                 let task = tokio::spawn(async move {
                     while let Ok(sent) = outgoing.try_recv() {
                         link.written();
-                        if sender.send(sent.message).await.is_err() {
+                        if sender.send(Box::new(sent.message)).await.is_err() {
                             return;
                         }
                     }
                     if let Some(answer) = answer {
-                        let _ = sender.send(answer).await;
+                        let _ = sender.send(Box::new(answer)).await;
                     }
                 });
-                let response =
-                    events::stream(Vec::new(), Some(messages), EventIds::None, self.stop.clone());
+                let response = events::stream(
+                    Vec::new(),
+                    Some(messages),
+                    EventIds::None,
+                    self.stop.clone(),
+                );
                 return held_until_sent(response, AbortOnDrop(task.abort_handle()));
             }
             Ok(first) => first,
@@ -364,7 +368,7 @@ impl Endpoint {
                 match sent {
                     Some(next) => {
                         link.written();
-                        if sender.send(next.message).await.is_err() {
+                        if sender.send(Box::new(next.message)).await.is_err() {
                             return;
                         }
                     }
@@ -378,15 +382,20 @@ impl Endpoint {
             };
             while let Ok(next) = outgoing.try_recv() {
                 link.written();
-                if sender.send(next.message).await.is_err() {
+                if sender.send(Box::new(next.message)).await.is_err() {
                     return;
                 }
             }
             if let Some(answer) = answer {
-                let _ = sender.send(answer).await;
+                let _ = sender.send(Box::new(answer)).await;
             }
         });
-        let response = events::stream(Vec::new(), Some(messages), EventIds::None, self.stop.clone());
+        let response = events::stream(
+            Vec::new(),
+            Some(messages),
+            EventIds::None,
+            self.stop.clone(),
+        );
         held_until_sent(response, AbortOnDrop(task.abort_handle()))
     }
 
@@ -455,21 +464,27 @@ impl Endpoint {
     }
 }
 
-/// Whether the revisions a request names agree: an `initialize`'s header and params, another
-/// request's header and `_meta` (which the stateless revision, and every discovery, needs).
-fn check_revisions(
+/// The refusal of a request whose revisions disagree: an `initialize`'s header and params,
+/// another request's header and `_meta` (which the stateless revision, and every discovery,
+/// needs); `None` when they agree.
+fn revisions_refusal(
     header: Option<&str>,
     id: &RequestId,
     method: &str,
     params: &Value,
     meta: &RequestMetaObject,
-) -> Result<(), Response> {
+) -> Option<Response> {
     if method == "initialize" {
-        let asked = params.get("protocolVersion").and_then(Value::as_str);
+        // One whose params cannot be read is answered saying so, by the dispatcher.
+        let readable = serde_json::from_value::<InitializeRequestParams>(params.clone()).is_ok();
+        let asked = params
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .filter(|_| readable);
         if let (Some(header), Some(asked)) = (header, asked)
             && header != asked
         {
-            return Err(refused(
+            return Some(refused(
                 Some(id.clone()),
                 ErrorCode::INVALID_REQUEST,
                 format!(
@@ -477,12 +492,12 @@ fn check_revisions(
                 ),
             ));
         }
-        return Ok(());
+        return None;
     }
     let Some(own) = meta.protocol_version() else {
         if method == "server/discover" || header.is_some_and(headers::is_stateless) {
             let missing = meta.missing_required_keys(&ProtocolVersion::V_2026_07_28);
-            return Err(refused(
+            return Some(refused(
                 Some(id.clone()),
                 ErrorCode::INVALID_PARAMS,
                 format!(
@@ -491,22 +506,22 @@ fn check_revisions(
                 ),
             ));
         }
-        return Ok(());
+        return None;
     };
     match header {
-        None => Err(refused(
+        None => Some(refused(
             Some(id.clone()),
             ErrorCode(-32020),
             "request _meta protocolVersion requires MCP-Protocol-Version header".into(),
         )),
-        Some(header) if header != own.as_str() => Err(refused(
+        Some(header) if header != own.as_str() => Some(refused(
             Some(id.clone()),
             ErrorCode(-32020),
             format!(
                 "MCP-Protocol-Version header ({header}) does not match request _meta protocolVersion ({own})"
             ),
         )),
-        Some(_) => Ok(()),
+        Some(_) => None,
     }
 }
 

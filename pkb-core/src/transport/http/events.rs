@@ -15,6 +15,7 @@ use rmcp::model::ServerJsonRpcMessage;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::session::Message;
 use crate::framework::client_link::encode;
 
 /// A quiet stream gets a comment this often, so that proxies and clients keep it open.
@@ -72,13 +73,13 @@ pub(super) fn priming(id: &str) -> Bytes {
 /// carries, until it closes or `ended` is cancelled.
 pub(super) fn stream(
     first: Vec<Bytes>,
-    messages: Option<mpsc::Receiver<ServerJsonRpcMessage>>,
+    messages: Option<mpsc::Receiver<Message>>,
     ids: EventIds,
     ended: CancellationToken,
 ) -> Response {
     struct State {
         first: VecDeque<Bytes>,
-        messages: Option<mpsc::Receiver<ServerJsonRpcMessage>>,
+        messages: Option<mpsc::Receiver<Message>>,
         ids: EventIds,
         next_id: u64,
         ended: CancellationToken,
@@ -117,9 +118,7 @@ pub(super) fn stream(
 
 /// The next message (`Some(Some(_))`), a quiet [`KEEP_ALIVE`] (`Some(None)`), or the end of
 /// the messages (`None`). A stream without messages only keeps alive until it is ended.
-async fn next(
-    messages: Option<&mut mpsc::Receiver<ServerJsonRpcMessage>>,
-) -> Option<Option<ServerJsonRpcMessage>> {
+async fn next(messages: Option<&mut mpsc::Receiver<Message>>) -> Option<Option<Message>> {
     let quiet = tokio::time::sleep(KEEP_ALIVE);
     match messages {
         Some(receiver) => tokio::select! {

@@ -15,9 +15,9 @@ use http::{HeaderValue, Method, StatusCode};
 use super::BearerAuth;
 use super::SESSION_HEADER;
 use super::endpoint::{Endpoint, NamedSession};
+use super::headers;
 use super::in_flight::{InFlight, held_until_sent};
 use super::message::Message;
-use super::headers;
 use super::removed_methods::refuse_removed_method;
 use super::sessions::{Owner, Sessions};
 use super::stateless_streams::StatelessStreams;
@@ -188,7 +188,12 @@ impl Gate {
         };
         let posted = self
             .endpoint
-            .post(headers, message.into_value(), &named, caller.principal.clone())
+            .post(
+                headers,
+                message.into_value(),
+                &named,
+                caller.principal.clone(),
+            )
             .await;
         let mut response = posted.response;
         if let Some((id, session)) = posted.opened {

@@ -85,7 +85,8 @@ pub(super) fn version_problem(headers: &HeaderMap, own_revision: bool) -> Option
     let known = ProtocolVersion::KNOWN_VERSIONS
         .iter()
         .any(|known| known.as_str() == version);
-    (!known && !own_revision).then(|| format!("Bad Request: Unsupported MCP-Protocol-Version: {version}"))
+    (!known && !own_revision)
+        .then(|| format!("Bad Request: Unsupported MCP-Protocol-Version: {version}"))
 }
 
 /// The revision header's text, when it is text.

@@ -28,8 +28,8 @@ impl Message {
     /// or not JSON (-32700 with 400), never holding more than the limit.
     pub(super) async fn read(body: Body) -> Result<Self, Response> {
         let bytes = read_body(body).await?;
-        let value = serde_json::from_slice(&bytes)
-            .map_err(|_| parse_error("the body is not JSON"))?;
+        let value =
+            serde_json::from_slice(&bytes).map_err(|_| parse_error("the body is not JSON"))?;
         Ok(Self::parsed(value))
     }
 
@@ -46,10 +46,7 @@ impl Message {
             }
             _ => false,
         };
-        Self {
-            value,
-            readable,
-        }
+        Self { value, readable }
     }
 
     /// The parsed message, to be served.

@@ -15,8 +15,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{self, EventIds};
 use crate::McpServer;
-use crate::framework::client_link::{ClientLink, Outgoing};
+use crate::framework::client_link::{ClientLink, Outbox};
 use crate::locks::lock;
+
+/// A message on its way to a stream, boxed: a channel allocates room for 32 of what it
+/// carries when it is made, and each request makes one.
+pub(super) type Message = Box<ServerJsonRpcMessage>;
 
 /// How many messages a stream holds for a client slow to read it before the session waits.
 const STREAM_CAPACITY: usize = 64;
@@ -45,15 +49,15 @@ pub(super) struct HttpSession {
 #[derive(Default)]
 struct Routes {
     /// The open streams of the requests being answered, by the request's id.
-    requests: Mutex<HashMap<RequestId, mpsc::Sender<ServerJsonRpcMessage>>>,
+    requests: Mutex<HashMap<RequestId, mpsc::Sender<Message>>>,
     standalone: Mutex<Standalone>,
 }
 
 #[derive(Default)]
 struct Standalone {
-    stream: Option<mpsc::Sender<ServerJsonRpcMessage>>,
+    stream: Option<mpsc::Sender<Message>>,
     /// What came while no standalone stream was open.
-    kept: VecDeque<ServerJsonRpcMessage>,
+    kept: VecDeque<Message>,
     /// GETs beside the standalone stream, oldest first.
     shadows: VecDeque<CancellationToken>,
 }
@@ -91,10 +95,7 @@ impl HttpSession {
 
     /// Opens the stream of the request `id`: what the session sends while answering it, and
     /// the answer, come on it. The stream's number names its events.
-    pub(super) fn open_request_stream(
-        &self,
-        id: &RequestId,
-    ) -> (u64, mpsc::Receiver<ServerJsonRpcMessage>) {
+    pub(super) fn open_request_stream(&self, id: &RequestId) -> (u64, mpsc::Receiver<Message>) {
         let (sender, receiver) = mpsc::channel(STREAM_CAPACITY);
         lock(&self.routes.requests).insert(id.clone(), sender);
         let number = self.request_streams.fetch_add(1, Ordering::Relaxed);
@@ -145,11 +146,11 @@ impl HttpSession {
 async fn route(
     routes: Arc<Routes>,
     link: ClientLink,
-    mut outgoing: mpsc::Receiver<Outgoing>,
+    mut outgoing: Outbox,
     closed: CancellationToken,
 ) {
     loop {
-        let Outgoing { message, during } = tokio::select! {
+        let next = tokio::select! {
             biased;
             () = closed.cancelled() => return,
             next = outgoing.recv() => match next {
@@ -157,13 +158,14 @@ async fn route(
                 None => return,
             },
         };
-        deliver(&routes, message, during).await;
+        let during = next.during.clone();
+        deliver(&routes, Box::new(next.message), during).await;
         link.written();
     }
 }
 
-async fn deliver(routes: &Routes, message: ServerJsonRpcMessage, during: Option<RequestId>) {
-    let (stream, answers) = match &message {
+async fn deliver(routes: &Routes, message: Message, during: Option<RequestId>) {
+    let (stream, answers) = match &*message {
         JsonRpcMessage::Response(response) => (Some(response.id.clone()), true),
         JsonRpcMessage::Error(error) => (error.id.clone(), true),
         JsonRpcMessage::Request(_) => (during, false),
@@ -205,7 +207,7 @@ async fn deliver(routes: &Routes, message: ServerJsonRpcMessage, during: Option<
     to_standalone(routes, message).await;
 }
 
-async fn to_standalone(routes: &Routes, message: ServerJsonRpcMessage) {
+async fn to_standalone(routes: &Routes, message: Message) {
     let stream = lock(&routes.standalone).stream.clone();
     let message = match stream {
         Some(stream) => match stream.send(message).await {
