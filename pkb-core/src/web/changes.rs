@@ -38,8 +38,8 @@ pub async fn page(
         before: given("before").and_then(|before| before.parse().ok()),
         id: note.clone(),
         by: client.clone(),
-        change: None,
         limit: PAGE + 1,
+        ..ChangeFilter::default()
     };
     let mut changes = match store.changes(&filter).await {
         Ok(changes) => changes,

@@ -81,9 +81,12 @@ async fn still_deleted(
     store: &Store,
     before: Option<u64>,
 ) -> Result<(Vec<Deleted>, Option<u64>), StoreError> {
+    // Deleted still, by this deletion: the note's newest version, not restored or made again
+    // since. The store finds them in one statement, through its index of changes by kind.
     let filter = ChangeFilter {
         before,
         change: Some(ChangeKind::Deleted),
+        newest: true,
         limit: PAGE + 1,
         ..ChangeFilter::default()
     };
@@ -92,29 +95,32 @@ async fn still_deleted(
         .then(|| deletions.get(PAGE - 1).map(|entry| entry.position))
         .flatten();
     deletions.truncate(PAGE);
-    let mut shown = Vec::new();
-    for entry in deletions {
-        let change = entry.change;
-        // Deleted still, by this deletion: not restored or made again since.
-        let newest = store.history(&change.id, 1).await?;
-        let still = store.get(&change.id).await?.is_none()
-            && newest.is_some_and(|v| v.first().is_some_and(|v| v.version == change.version));
-        if !still || shown.iter().any(|d: &Deleted| d.id == change.id) {
-            continue;
-        }
-        let excerpt = match store.version(&change.id, change.version).await? {
-            VersionLookup::Found(version) => excerpt(&version.note.body),
-            _ => String::new(),
-        };
-        shown.push(Deleted {
-            id: change.id,
-            version: change.version,
-            title: change.title,
-            at: change.at,
-            by: change.by,
-            excerpt,
-        });
-    }
+    // Each note as it was: the versions read together, not one after another.
+    let kept = futures::future::try_join_all(
+        deletions
+            .iter()
+            .map(|entry| store.version(&entry.change.id, entry.change.version)),
+    )
+    .await?;
+    let shown = deletions
+        .into_iter()
+        .zip(kept)
+        .map(|(entry, kept)| {
+            let change = entry.change;
+            let excerpt = match kept {
+                VersionLookup::Found(version) => excerpt(&version.note.body),
+                _ => String::new(),
+            };
+            Deleted {
+                id: change.id,
+                version: change.version,
+                title: change.title,
+                at: change.at,
+                by: change.by,
+                excerpt,
+            }
+        })
+        .collect();
     Ok((shown, older))
 }
 
