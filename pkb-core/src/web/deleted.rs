@@ -1,16 +1,13 @@
 //! The notes deleted lately, newest first: each with its last version (the note as it was)
 //! and a restore button. A note restored or made again since is not listed.
 
-use std::sync::Arc;
-
-use axum::extract::{RawQuery, State};
 use axum::response::Response;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use maud::html;
 
 use super::changes::PAGE;
 use super::layout::{self, Section, when};
-use super::{Web, parameters, paths};
+use super::{Looking, paths};
 use crate::store::{ChangeFilter, ChangeKind, Store, StoreError, VersionLookup};
 
 /// How many characters of a deleted note's body the list shows.
@@ -27,18 +24,8 @@ struct Deleted {
 }
 
 /// `GET /deleted`; `before` in the query for older deletions.
-pub async fn page(
-    State(web): State<Arc<Web>>,
-    headers: HeaderMap,
-    RawQuery(query): RawQuery,
-) -> Response {
-    let (viewer, store) = match web.looking(&headers).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let before = parameters(query.unwrap_or_default().as_bytes())
-        .get("before")
-        .and_then(|b| b.parse().ok());
+pub async fn page(Looking(viewer, store, query): Looking) -> Response {
+    let before = query.get("before").and_then(|b| b.parse().ok());
     let (deleted, older) = match still_deleted(&store, before).await {
         Ok(found) => found,
         Err(error) => return layout::store_failed(&viewer, &error),
