@@ -230,3 +230,52 @@ async fn to_standalone(routes: &Routes, message: Message) {
         standalone.kept.pop_front();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+    use rmcp::model::ServerResult;
+
+    use super::*;
+    use crate::framework::context::resource_list_changed_notification;
+    use crate::{Declarations, Registry, Stateless};
+
+    #[tokio::test]
+    async fn an_answer_ends_its_request_stream_and_the_rest_waits_for_the_standalone_one() {
+        let registry = Registry::new(Declarations::new()).unwrap();
+        let template = McpServer::new(registry, Stateless::new("test", "1"));
+        let session = HttpSession::open(&template, &CancellationToken::new());
+        let id = RequestId::Number(1);
+        let (_, mut stream) = session.open_request_stream(&id);
+        // Sent while answering the request, but not of it: the standalone stream's.
+        let link = session.link();
+        link.notify(resource_list_changed_notification(), Some(id.clone()))
+            .await
+            .unwrap();
+        let answer = ServerJsonRpcMessage::response(ServerResult::empty(()), id.clone());
+        link.send(answer, Some(id.clone())).await.unwrap();
+        let first = stream.recv().await.unwrap();
+        assert!(matches!(*first, JsonRpcMessage::Response(_)), "{first:?}");
+        assert!(
+            stream.recv().await.is_none(),
+            "the stream ends with its answer"
+        );
+
+        // Kept until a GET opens the standalone stream, which begins with it.
+        let mut body = session.open_standalone(true).into_body();
+        let priming = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert!(priming.starts_with(b"data: \nid: 0\n"), "{priming:?}");
+        let kept = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        let kept = String::from_utf8_lossy(&kept);
+        assert!(
+            kept.contains("notifications/resources/list_changed"),
+            "{kept}"
+        );
+
+        // A second GET only keeps alive: the client has one standalone stream.
+        let mut shadow = session.open_standalone(false).into_body();
+        session.close();
+        assert!(shadow.frame().await.is_none(), "ends with the session");
+        assert!(body.frame().await.is_none(), "ends with the session");
+    }
+}
