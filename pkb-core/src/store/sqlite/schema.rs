@@ -206,8 +206,8 @@ CREATE INDEX search_terms_by_stem ON search_terms (stem) WHERE stem IS NOT NULL;
 /// had a page, the whole history for a kind or client that is rare or absent (about a million
 /// rows at 100,000 notes of ten versions each).
 const V11: &str = r#"
-CREATE INDEX IF NOT EXISTS note_versions_by_kind ON note_versions (kind, seq);
-CREATE INDEX IF NOT EXISTS note_versions_by_client ON note_versions (changed_by, seq);
+CREATE INDEX note_versions_by_kind ON note_versions (kind, seq);
+CREATE INDEX note_versions_by_client ON note_versions (changed_by, seq);
 "#;
 
 /// The schema version from which links are indexed.
