@@ -321,9 +321,14 @@ async fn a_revoked_token_s_stateless_listen_stream_ends(session: Option<&str>) {
 /// A `subscriptions/listen` of the stateless revision, as `token`'s user; the response (an
 /// event stream while it is held) or the refusal.
 async fn listen(url: &str, token: Option<&str>) -> reqwest::Response {
+    listen_naming(url, token, "2026-07-28").await
+}
+
+/// [`listen`], naming `revision` in its header and its `_meta`.
+async fn listen_naming(url: &str, token: Option<&str>, revision: &str) -> reqwest::Response {
     let listen = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {
         "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/protocolVersion": revision,
             "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
         },
@@ -333,7 +338,7 @@ async fn listen(url: &str, token: Option<&str>) -> reqwest::Response {
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-protocol-version", revision)
         .header("mcp-method", "subscriptions/listen")
         .body(listen.to_string());
     if let Some(token) = token {
@@ -366,6 +371,9 @@ async fn listen_streams_outside_sessions_are_counted_in_all_and_by_user() {
     }
     let refused = listen(&server.url, Some(&alice)).await;
     assert_eq!(refused.status(), 503, "one user's limit");
+    // A request whose own `_meta` makes it stateless, whatever revision it names, counts too.
+    let refused = listen_naming(&server.url, Some(&alice), "2025-11-25").await;
+    assert_eq!(refused.status(), 503, "one user's limit, by any revision");
     for _ in 0..2 {
         let stream = listen(&server.url, Some(&bob)).await;
         assert!(stream.status().is_success(), "another user's streams");

@@ -148,16 +148,12 @@ impl ClientLink {
         message: ServerJsonRpcMessage,
         during: Option<RequestId>,
     ) -> Result<(), Unreachable> {
+        // Counted once it has its place, with no wait between: a sender dropped while it
+        // waits for one (its call given up) leaves the count as it was.
+        let place = self.inner.outbox.reserve().await.map_err(|_| Unreachable)?;
         self.inner.unwritten.fetch_add(1, Ordering::SeqCst);
-        let sent = self
-            .inner
-            .outbox
-            .send(Box::new(Outgoing { message, during }))
-            .await;
-        if sent.is_err() {
-            self.inner.unwritten.fetch_sub(1, Ordering::SeqCst);
-        }
-        sent.map_err(|_| Unreachable)
+        place.send(Box::new(Outgoing { message, during }));
+        Ok(())
     }
 
     /// How many messages were sent and not yet written: when none, a transport may write a

@@ -44,12 +44,31 @@ pub(crate) struct Running {
     next_ticket: AtomicU64,
 }
 
+/// A request being answered: forgotten when dropped, whether answered or not (over HTTP a
+/// request whose client went away is dropped half-way).
+struct RunningRequest<'a> {
+    running: &'a Running,
+    id: RequestId,
+    ticket: u64,
+}
+
+impl Drop for RunningRequest<'_> {
+    fn drop(&mut self) {
+        self.running.finish(&self.id, self.ticket);
+    }
+}
+
 impl Running {
-    fn start(&self, id: &RequestId) -> (u64, CancellationToken) {
+    fn start(&self, id: &RequestId) -> (RunningRequest<'_>, CancellationToken) {
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         let cancelled = CancellationToken::new();
         lock(&self.requests).insert(id.clone(), (ticket, cancelled.clone()));
-        (ticket, cancelled)
+        let request = RunningRequest {
+            running: self,
+            id: id.clone(),
+            ticket,
+        };
+        (request, cancelled)
     }
 
     /// Forgets a request whose answer is ready, before it is sent: once the client sees the
@@ -119,11 +138,11 @@ impl McpServer {
     ) -> Option<ServerJsonRpcMessage> {
         match message {
             Incoming::Request { id, method, params } => {
-                let (ticket, cancelled) = self.state.running.start(&id);
+                let (running, cancelled) = self.state.running.start(&id);
                 // Handlers' panics are caught by the registry; this catches one around them.
                 let answering = self.answer(&id, &method, params, principal, &cancelled);
                 let outcome = AssertUnwindSafe(answering).catch_unwind().await;
-                self.state.running.finish(&id, ticket);
+                drop(running);
                 if cancelled.is_cancelled() {
                     tracing::debug!(%id, "dropping the answer to a cancelled request");
                     return None;

@@ -110,15 +110,6 @@ impl McpServer {
         }
     }
 
-    /// A server for one more session beside this one: the same registry, application and
-    /// settings, a session of its own.
-    pub fn new_session(&self) -> Self {
-        Self {
-            state: Arc::default(),
-            ..self.clone()
-        }
-    }
-
     /// A server for one more session beside this one, answering through PKB's dispatcher
     /// ([`McpServer::handle`]) and sending its client what it sends through `link`.
     pub fn session_over(&self, link: ClientLink) -> Self {

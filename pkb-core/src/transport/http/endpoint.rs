@@ -38,13 +38,11 @@ use crate::McpServer;
 use crate::framework::access::Principal;
 use crate::framework::client_link::{ClientLink, encode};
 use crate::framework::incoming::{Incoming, Unreadable};
-use crate::framework::registry::Catalog;
 
 /// What serves `/mcp` behind the gate.
 pub(super) struct Endpoint {
     /// Every session's server is made from it.
     pub(super) template: McpServer,
-    pub(super) registry: Arc<Catalog>,
     /// Cancelled when the server stops: every session and stream ends.
     pub(super) stop: CancellationToken,
 }
@@ -207,6 +205,8 @@ impl Endpoint {
             .unwrap_or_default();
         let stateless = match &incoming {
             Incoming::Request { method, .. } if method == "initialize" => false,
+            // A discovery is of no session, whatever it names.
+            Incoming::Request { method, .. } if method == "server/discover" => true,
             Incoming::Request { .. } => {
                 missing.is_empty()
                     || own_revision
@@ -312,7 +312,7 @@ impl Endpoint {
             let schema = (method == "tools/call")
                 .then(|| params.get("name").and_then(Value::as_str))
                 .flatten()
-                .and_then(|name| self.registry.tool_description(name))
+                .and_then(|name| self.template.registry().tool_description(name))
                 .map(|tool| &*tool.input_schema);
             if let Err(why) = headers::check_routing_headers(headers, &method, &params, schema) {
                 return refused(Some(id), ErrorCode(-32020), why);
@@ -558,7 +558,16 @@ async fn in_session(
                 .agreed_revision()
                 .is_some_and(|agreed| agreed.as_str() == header)
         });
-    let (number, mut stream) = session.open_request_stream(&id);
+    let Some((number, mut stream)) = session.open_request_stream(&id) else {
+        let error = ErrorData::invalid_request(
+            format!("invalid request: a request with the id {id} is being answered"),
+            None,
+        );
+        return json_answer(
+            StatusCode::BAD_REQUEST,
+            &ServerJsonRpcMessage::error(error, Some(id)),
+        );
+    };
     let server = session.server.clone();
     let request = Incoming::Request {
         id: id.clone(),
@@ -567,27 +576,36 @@ async fn in_session(
     };
     let mut answering = Box::pin(async move { server.handle(request, principal).await });
     if direct {
+        // Answered here, where the request was read: should its client go away meanwhile,
+        // the request's stream goes with it.
+        let mut open = OpenStream {
+            session,
+            id: &id,
+            number,
+            handed_on: false,
+        };
         tokio::select! {
             biased;
             answer = &mut answering => {
                 if session.link().unwritten() == 0 && stream.is_empty() {
-                    session.close_request_stream(&id);
                     return match answer {
                         Some(answer) => json_answer(StatusCode::OK, &answer),
                         None => finished_stream(Vec::new(), session.closed.clone()),
                     };
                 }
+                open.handed_on = true;
                 // What the handler sent is still on its way: the answer follows it.
                 match answer {
                     Some(answer) => {
-                        let _ = session.link().send(answer, Some(id)).await;
+                        let _ = session.link().send(answer, Some(id.clone())).await;
                     }
-                    None => session.close_request_stream(&id),
+                    None => session.close_request_stream(&id, number),
                 }
             }
             first = stream.recv() => {
+                open.handed_on = true;
                 let first = first.map(|message| events::event(&message, None));
-                tokio::spawn(answer_later(answering, Arc::clone(session), id));
+                tokio::spawn(answer_later(answering, Arc::clone(session), id.clone(), number));
                 return events::stream(
                     first.into_iter().collect(),
                     Some(stream),
@@ -603,7 +621,7 @@ async fn in_session(
             session.closed.clone(),
         );
     }
-    tokio::spawn(answer_later(answering, Arc::clone(session), id));
+    tokio::spawn(answer_later(answering, Arc::clone(session), id, number));
     let first = if headers::primes(header) {
         vec![events::priming(&format!("0/{number}"))]
     } else {
@@ -617,17 +635,35 @@ async fn in_session(
     )
 }
 
+/// A request's stream while its request is answered where it was read: closed when that
+/// ends without handing it on (answered as JSON, or dropped with its client).
+struct OpenStream<'a> {
+    session: &'a HttpSession,
+    id: &'a RequestId,
+    number: u64,
+    handed_on: bool,
+}
+
+impl Drop for OpenStream<'_> {
+    fn drop(&mut self) {
+        if !self.handed_on {
+            self.session.close_request_stream(self.id, self.number);
+        }
+    }
+}
+
 /// Sends the answer `answering` makes on its request's stream; a cancelled request's stream
 /// ends without one.
 async fn answer_later(
     answering: impl Future<Output = Option<ServerJsonRpcMessage>>,
     session: Arc<HttpSession>,
     id: RequestId,
+    number: u64,
 ) {
     match answering.await {
         Some(answer) => {
             let _ = session.link().send(answer, Some(id)).await;
         }
-        None => session.close_request_stream(&id),
+        None => session.close_request_stream(&id, number),
     }
 }

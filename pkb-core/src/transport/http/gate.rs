@@ -15,7 +15,6 @@ use http::{HeaderValue, Method, StatusCode};
 use super::BearerAuth;
 use super::SESSION_HEADER;
 use super::endpoint::{Endpoint, NamedSession};
-use super::headers;
 use super::in_flight::{InFlight, held_until_sent};
 use super::message::Message;
 use super::removed_methods::refuse_removed_method;
@@ -125,10 +124,11 @@ impl Gate {
         // A POST counts as in flight from the moment the gate sees it until its answer is
         // sent, so a shutdown waits for one whose body is still coming.
         let in_flight = (request.method() == Method::POST).then(|| self.in_flight.enter());
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
+        let caller = self.authenticate(&parts.headers).await?;
+        // The token has done its work: nothing behind the gate gets to see it.
+        parts.headers.remove(AUTHORIZATION);
         let headers = &parts.headers;
-        let stateless = headers::version(headers).is_some_and(headers::is_stateless);
-        let caller = self.authenticate(headers).await?;
         let named = self.name_session(headers, &caller);
         match parts.method {
             Method::GET => {
@@ -171,21 +171,21 @@ impl Gate {
             })?),
             _ => None,
         };
-        let stream_place = if stateless
-            && message.is_request()
-            && message.method() == Some("subscriptions/listen")
-        {
-            let user = caller.principal.as_ref().map(|p| &p.user);
-            Some(self.stream_places.take(user).ok_or_else(|| {
-                (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "Service Unavailable: too many open streams",
-                )
-                    .into_response()
-            })?)
-        } else {
-            None
-        };
+        // Every `subscriptions/listen` takes a place, whatever revision its header names: a
+        // request's own `_meta` can make it the stateless revision's.
+        let stream_place =
+            if message.is_request() && message.method() == Some("subscriptions/listen") {
+                let user = caller.principal.as_ref().map(|p| &p.user);
+                Some(self.stream_places.take(user).ok_or_else(|| {
+                    (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "Service Unavailable: too many open streams",
+                    )
+                        .into_response()
+                })?)
+            } else {
+                None
+            };
         let posted = self
             .endpoint
             .post(
@@ -196,19 +196,15 @@ impl Gate {
             )
             .await;
         let mut response = posted.response;
-        if let Some((id, session)) = posted.opened {
+        // Only an `initialize` without a session opens one, and it holds a place.
+        if let (Some((id, session)), Some(place)) = (posted.opened, reservation) {
             let owner = Owner {
                 user: caller.principal.as_ref().map(|p| p.user.clone()),
                 token: caller.token.clone(),
                 last_seen: Instant::now(),
                 session,
             };
-            match reservation {
-                Some(place) => place.open(id, owner),
-                None => {
-                    lock(&self.sessions.owners).insert(id, owner);
-                }
-            }
+            place.open(id, owner);
         }
         response = self.track(response, &caller);
         if let Some(place) = stream_place

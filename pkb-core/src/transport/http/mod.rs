@@ -184,7 +184,6 @@ impl HttpServer {
         let registry = template.shared_registry();
         let endpoint = endpoint::Endpoint {
             template,
-            registry: Arc::clone(&registry),
             stop: cancel.clone(),
         };
 

@@ -48,8 +48,9 @@ pub(super) struct HttpSession {
 /// Where a session's messages go.
 #[derive(Default)]
 struct Routes {
-    /// The open streams of the requests being answered, by the request's id.
-    requests: Mutex<HashMap<RequestId, mpsc::Sender<Message>>>,
+    /// The open streams of the requests being answered, by the request's id: each with its
+    /// number, so that a stream is closed only by its own request.
+    requests: Mutex<HashMap<RequestId, (u64, mpsc::Sender<Message>)>>,
     standalone: Mutex<Standalone>,
 }
 
@@ -94,17 +95,29 @@ impl HttpSession {
     }
 
     /// Opens the stream of the request `id`: what the session sends while answering it, and
-    /// the answer, come on it. The stream's number names its events.
-    pub(super) fn open_request_stream(&self, id: &RequestId) -> (u64, mpsc::Receiver<Message>) {
+    /// the answer, come on it. The stream's number names its events. `None` while another
+    /// request of that id is being answered: ids are the client's to keep apart.
+    pub(super) fn open_request_stream(
+        &self,
+        id: &RequestId,
+    ) -> Option<(u64, mpsc::Receiver<Message>)> {
+        let mut requests = lock(&self.routes.requests);
+        if requests.contains_key(id) {
+            return None;
+        }
         let (sender, receiver) = mpsc::channel(STREAM_CAPACITY);
-        lock(&self.routes.requests).insert(id.clone(), sender);
         let number = self.request_streams.fetch_add(1, Ordering::Relaxed);
-        (number, receiver)
+        requests.insert(id.clone(), (number, sender));
+        Some((number, receiver))
     }
 
-    /// Forgets the stream of the request `id` (its answer was given otherwise).
-    pub(super) fn close_request_stream(&self, id: &RequestId) {
-        lock(&self.routes.requests).remove(id);
+    /// Forgets the stream `number` of the request `id` (its answer was given otherwise, or
+    /// will never be).
+    pub(super) fn close_request_stream(&self, id: &RequestId, number: u64) {
+        let mut requests = lock(&self.routes.requests);
+        if requests.get(id).is_some_and(|(open, _)| *open == number) {
+            requests.remove(id);
+        }
     }
 
     /// A GET's stream: the standalone stream, unless one is open; then one that only keeps
@@ -139,6 +152,14 @@ impl HttpSession {
             EventIds::Counted,
             self.closed.clone(),
         )
+    }
+}
+
+impl Drop for HttpSession {
+    /// A session dropped without being closed (its `initialize` dropped half-way) still ends
+    /// its routing task.
+    fn drop(&mut self) {
+        self.closed.cancel();
     }
 }
 
@@ -183,9 +204,9 @@ async fn deliver(routes: &Routes, message: Message, during: Option<RequestId>) {
         let sender = {
             let mut requests = lock(&routes.requests);
             if answers {
-                requests.remove(&id)
+                requests.remove(&id).map(|(_, sender)| sender)
             } else {
-                requests.get(&id).cloned()
+                requests.get(&id).map(|(_, sender)| sender.clone())
             }
         };
         if let Some(sender) = sender {
@@ -228,5 +249,58 @@ async fn to_standalone(routes: &Routes, message: Message) {
     standalone.kept.push_back(message);
     if standalone.kept.len() > KEPT_FOR_STANDALONE {
         standalone.kept.pop_front();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+    use rmcp::model::ServerResult;
+
+    use super::*;
+    use crate::framework::context::resource_list_changed_notification;
+    use crate::{Declarations, Registry, Stateless};
+
+    #[tokio::test]
+    async fn an_answer_ends_its_request_stream_and_the_rest_waits_for_the_standalone_one() {
+        let registry = Registry::new(Declarations::new()).unwrap();
+        let template = McpServer::new(registry, Stateless::new("test", "1"));
+        let session = HttpSession::open(&template, &CancellationToken::new());
+        let id = RequestId::Number(1);
+        let (_, mut stream) = session.open_request_stream(&id).unwrap();
+        assert!(
+            session.open_request_stream(&id).is_none(),
+            "an id being answered is not taken twice"
+        );
+        // Sent while answering the request, but not of it: the standalone stream's.
+        let link = session.link();
+        link.notify(resource_list_changed_notification(), Some(id.clone()))
+            .await
+            .unwrap();
+        let answer = ServerJsonRpcMessage::response(ServerResult::empty(()), id.clone());
+        link.send(answer, Some(id.clone())).await.unwrap();
+        let first = stream.recv().await.unwrap();
+        assert!(matches!(*first, JsonRpcMessage::Response(_)), "{first:?}");
+        assert!(
+            stream.recv().await.is_none(),
+            "the stream ends with its answer"
+        );
+
+        // Kept until a GET opens the standalone stream, which begins with it.
+        let mut body = session.open_standalone(true).into_body();
+        let priming = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert!(priming.starts_with(b"data: \nid: 0\n"), "{priming:?}");
+        let kept = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        let kept = String::from_utf8_lossy(&kept);
+        assert!(
+            kept.contains("notifications/resources/list_changed"),
+            "{kept}"
+        );
+
+        // A second GET only keeps alive: the client has one standalone stream.
+        let mut shadow = session.open_standalone(false).into_body();
+        session.close();
+        assert!(shadow.frame().await.is_none(), "ends with the session");
+        assert!(body.frame().await.is_none(), "ends with the session");
     }
 }
