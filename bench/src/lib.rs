@@ -1,8 +1,10 @@
 //! Shared by the benchmarks: the generated notes and query mix both of them measure, the
-//! HTTP bench's OAuth issuer, and what the kernel says of a server process.
+//! HTTP bench's OAuth issuer, stores of many versions, and what the kernel says of a server
+//! process.
 
 pub mod corpus;
 pub mod issuer;
+pub mod versions;
 
 /// CPU time used so far by all of process `pid`'s live threads, from the scheduler's own
 /// accounting (`/proc/PID/task/*/schedstat`, nanoseconds).

@@ -23,6 +23,7 @@ mod postgres;
 mod report;
 mod retrieval;
 mod vault;
+mod web;
 
 use pkb_bench::corpus;
 use std::path::{Path, PathBuf};
@@ -50,7 +51,9 @@ usage: cargo run --release -p pkb-bench -- [options]
                      meaning (search by meaning and hybrid, the indexer),
                      and folder (a vault of 10,000 files as the store), and
                      retrieval (nDCG@10 on a BEIR collection; needs
-                     --retrieval-data) [default: all but meaning and retrieval]
+                     --retrieval-data), and web (the web page's server time
+                     at 100,000 notes of ten versions, in this process)
+                     [default: all but meaning, retrieval and web]
   --meaning-notes N  notes in the meaning phase's store [default: 10000]
   --retrieval-data DIR  a BEIR collection (corpus.jsonl, queries.jsonl, qrels/test.tsv)
                      for the retrieval phase: see bench/retrieval/README.md
@@ -512,6 +515,17 @@ fn targets_unchecked(key: &Key) -> Vec<Target> {
         measured: format!("{:.1} MB", key.meaning_rss_kib * 1024.0 / 1e6),
         holds: Some(key.meaning_rss_kib * 1024.0 <= 150e6),
     });
+    let [changes, diff] = key.web_p99;
+    out.push(Target {
+        name: "web page: Changes and a version's diff p99 <= 20 ms server time at 100,000 notes of ten versions, a page under 50 KB".into(),
+        measured: format!(
+            "{} and {}; largest page {}",
+            us(changes),
+            us(diff),
+            Unit::Bytes.show(key.web_page_bytes)
+        ),
+        holds: Some(changes <= 20_000.0 && diff <= 20_000.0 && key.web_page_bytes < 50_000.0),
+    });
     out.push(Target {
         name: "write p50 with a durable commit".into(),
         measured: format!(
@@ -651,6 +665,9 @@ fn run(config: &Config) -> Result<(), Error> {
             .as_deref()
             .ok_or("the retrieval phase needs --retrieval-data DIR")?;
         retrieval::run(&server, data, temp.path(), &mut report, &mut key)?;
+    }
+    if config.names("web") {
+        web::run(temp.path(), config.calls.min(2_000), &mut report, &mut key)?;
     }
     if config.runs("folder") {
         folder::run(

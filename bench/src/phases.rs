@@ -95,6 +95,10 @@ pub struct Key {
     pub folder_outside: [f64; 2],
     /// nDCG@10 of hybrid and of words in the small retrieval run.
     pub retrieval_ndcg: [f64; 2],
+    /// Server time p99 of the web page's Changes page and of a version's diff (µs).
+    pub web_p99: [f64; 2],
+    /// The largest page the web page phase was answered (bytes).
+    pub web_page_bytes: f64,
 }
 
 impl Default for Key {
@@ -131,6 +135,8 @@ impl Default for Key {
             folder_search_p50: [f64::NAN; 2],
             folder_outside: [f64::NAN; 2],
             retrieval_ndcg: [f64::NAN; 2],
+            web_p99: [f64::NAN; 2],
+            web_page_bytes: f64::NAN,
         }
     }
 }

@@ -13,6 +13,8 @@ pub enum Unit {
     Kib,
     /// A retrieval measure between 0 and 1, such as nDCG@10.
     Score,
+    /// A size, in bytes.
+    Bytes,
 }
 
 impl Unit {
@@ -22,6 +24,7 @@ impl Unit {
             Unit::PerSec => "per_s",
             Unit::Kib => "KiB",
             Unit::Score => "score",
+            Unit::Bytes => "bytes",
         }
     }
 
@@ -34,6 +37,7 @@ impl Unit {
             Unit::PerSec => format!("{v:.0}/s"),
             Unit::Kib => format!("{:.1} MiB", v / 1024.0),
             Unit::Score => format!("{v:.3}"),
+            Unit::Bytes => format!("{:.1} KB", v / 1e3),
         }
     }
 }

@@ -427,15 +427,15 @@ fn refuses_a_store_from_a_newer_version() {
     let path = pkb_file(dir.path(), 3);
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.pragma_update(None, "user_version", 11).unwrap();
+        conn.pragma_update(None, "user_version", 12).unwrap();
     }
     let err = refused(&path, true);
     assert!(
         matches!(
             err,
             StoreError::TooNew {
-                found: 11,
-                supported: 10,
+                found: 12,
+                supported: 11,
                 ..
             }
         ),
@@ -444,7 +444,7 @@ fn refuses_a_store_from_a_newer_version() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} was written by a newer PKB (schema version 11, this build reads up to 10)",
+            "{} was written by a newer PKB (schema version 12, this build reads up to 11)",
             path.display()
         )
     );
@@ -487,7 +487,7 @@ fn a_missing_file_is_created_with_its_folders() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(app_id, 0x504B_4231);
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     assert_eq!(mode, "wal");
 }
 
@@ -576,7 +576,7 @@ fn a_version_1_store_is_migrated_and_its_notes_stay_searchable() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     let (notes, indexed): (i64, i64) = conn
         .query_row(
             "SELECT (SELECT notes FROM search_stats), (SELECT count(*) FROM note_terms)",
@@ -627,7 +627,7 @@ fn a_version_4_store_keeps_each_note_as_its_version_1() {
     });
     drop(store);
     let (version, _) = version_and_index(&path);
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
 }
 
 #[test]
@@ -654,7 +654,7 @@ fn a_version_7_store_keeps_its_vectors_and_counts_their_changes_from_then() {
     block_on(store.verify()).unwrap();
     drop(store);
     let (version, _) = version_and_index(&path);
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     let conn = rusqlite::Connection::open(&path).unwrap();
     assert_eq!(
         vectors(&conn),
@@ -687,7 +687,7 @@ fn a_version_8_store_gets_the_count_of_removals() {
     let store = sqlite::open(&path, true).unwrap();
     block_on(store.verify()).unwrap();
     drop(store);
-    assert_eq!(version_and_index(&path).0, 10);
+    assert_eq!(version_and_index(&path).0, 11);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let generation: (i64, i64) = conn
         .query_row(
@@ -725,7 +725,7 @@ fn a_version_9_store_gets_the_stems_of_its_terms_and_finds_inflected_forms() {
         store.verify().await.unwrap();
     });
     drop(store);
-    assert_eq!(version_and_index(&path).0, 10);
+    assert_eq!(version_and_index(&path).0, 11);
 }
 
 #[test]
@@ -775,7 +775,7 @@ fn a_version_5_store_gets_the_links_of_every_note() {
     });
     drop(store);
     let (version, _) = version_and_index(&path);
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
 }
 
 #[test]
@@ -801,7 +801,7 @@ fn a_version_2_store_gets_the_prefix_index_and_its_notes_stay_searchable() {
     });
     drop(store);
     let (version, sql) = version_and_index(&path);
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     assert!(sql.contains("prefix = '2 3'"), "{sql}");
 }
 
@@ -841,7 +841,7 @@ fn a_version_3_store_is_indexed_folded_and_finds_what_its_notes_read_as() {
     });
     drop(store);
     let (version, sql) = version_and_index(&path);
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     assert!(sql.contains("content = 'notes_folded'"), "{sql}");
 }
 

@@ -216,7 +216,9 @@ async fn the_cookie_is_http_only_and_same_site_strict() {
     let page = browser.get("/").await;
     assert_eq!(page.status, 200);
     let cookie = page.header("set-cookie");
-    assert!(cookie.starts_with("pkb_web="), "{cookie}");
+    // Named for the port: cookies ignore ports, and two PKB pages on one host keep theirs.
+    let port = server.origin().rsplit(':').next().unwrap();
+    assert!(cookie.starts_with(&format!("pkb_web_{port}=")), "{cookie}");
     assert!(
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
         "{cookie}"
@@ -269,6 +271,141 @@ async fn a_restore_needs_the_pages_own_csrf_token_and_is_made_by_the_web_page() 
     assert_eq!(versions[0]["by"], "web page");
     let note = browser.get("/notes/plan?restored=1").await;
     assert!(note.body.contains("first body"), "{}", note.body);
+}
+
+/// The headers every answer of the pages carries, whatever answered it.
+fn assert_the_pages_headers(page: &Page, what: &str) {
+    let csp = page.header("content-security-policy");
+    assert!(csp.contains("frame-ancestors 'none'"), "{what}: {csp}");
+    assert_eq!(page.header("x-frame-options"), "DENY", "{what}");
+    assert_eq!(page.header("x-content-type-options"), "nosniff", "{what}");
+    assert_eq!(page.header("cache-control"), "no-store", "{what}");
+    assert_eq!(
+        page.header("cross-origin-resource-policy"),
+        "same-origin",
+        "{what}"
+    );
+    assert_eq!(
+        page.header("cross-origin-opener-policy"),
+        "same-origin",
+        "{what}"
+    );
+}
+
+#[tokio::test]
+async fn a_page_another_site_asks_for_is_refused_unless_a_link_was_followed() {
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    write(&server.url, None, "Plan", "first body").await;
+    let mut browser = Browser::new(server.origin());
+    let (client, note) = (
+        browser.client.clone(),
+        format!("{}/notes/plan", server.origin()),
+    );
+    let fetched = |site: &str, mode: &str, dest: &str| {
+        client
+            .get(&note)
+            .header("sec-fetch-site", site)
+            .header("sec-fetch-mode", mode)
+            .header("sec-fetch-dest", dest)
+    };
+    // An <img> or a no-cors fetch of another site, or of another loopback port.
+    for (site, mode, dest) in [
+        ("cross-site", "no-cors", "image"),
+        ("cross-site", "cors", "empty"),
+        ("same-site", "no-cors", "script"),
+        ("cross-site", "navigate", "iframe"),
+    ] {
+        let refused = browser.answer(fetched(site, mode, dest)).await;
+        assert_eq!(
+            refused.status, 403,
+            "{site} {mode} {dest}: {}",
+            refused.body
+        );
+        assert!(!refused.body.contains("first body"));
+        assert_the_pages_headers(&refused, "the refusal");
+    }
+    // A link followed from elsewhere, the pages' own requests, and a browser without Fetch
+    // Metadata are answered.
+    for (site, mode, dest) in [
+        ("cross-site", "navigate", "document"),
+        ("same-origin", "no-cors", "script"),
+        ("none", "navigate", "document"),
+    ] {
+        let answered = browser.answer(fetched(site, mode, dest)).await;
+        assert_eq!(answered.status, 200, "{site} {mode} {dest}");
+    }
+    assert_eq!(browser.get("/notes/plan").await.status, 200);
+    // A form of another site posted to the pages is a navigation, and still refused.
+    let confirm = browser.get("/notes/plan/versions/1/restore").await;
+    let csrf = confirm.field("csrf").unwrap();
+    let posted = browser
+        .client
+        .post(format!("{}/notes/plan/versions/1/restore", server.origin()))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("sec-fetch-site", "cross-site")
+        .header("sec-fetch-mode", "navigate")
+        .header("sec-fetch-dest", "document")
+        .body(format!("csrf={csrf}"));
+    let posted = browser.answer(posted).await;
+    assert_eq!(posted.status, 403, "{}", posted.body);
+}
+
+#[tokio::test]
+async fn under_http_on_loopback_the_pages_forms_post_from_every_loopback_name() {
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    write(&server.url, None, "Plan", "first body").await;
+    write(&server.url, None, "Plan", "second body").await;
+    let port = server.origin().rsplit(':').next().unwrap().to_owned();
+    let restore = "/notes/plan/versions/1/restore";
+    let mut browser = Browser::new(server.origin());
+    let csrf = browser.get(restore).await.field("csrf").unwrap();
+    let other = browser
+        .client
+        .post(format!("{}{restore}", server.origin()))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("origin", "http://evil.example")
+        .body(format!("csrf={csrf}"));
+    assert_eq!(browser.answer(other).await.status, 403);
+    // The person opened http://localhost:PORT/: the browser says so in Host and Origin.
+    let posted = browser
+        .client
+        .post(format!("{}{restore}", server.origin()))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("host", format!("localhost:{port}"))
+        .header("origin", format!("http://localhost:{port}"))
+        .body(format!("csrf={csrf}"));
+    let posted = browser.answer(posted).await;
+    assert_eq!(posted.status, 303, "{}", posted.body);
+    assert_eq!(history(&server.url, "plan").await.len(), 3);
+}
+
+#[tokio::test]
+async fn every_answer_carries_the_pages_headers_and_no_version_number_fails_the_store() {
+    let server = HttpServerProcess::start(&["--memory"]).await;
+    write(&server.url, None, "Plan", "first body").await;
+    let mut browser = Browser::new(server.origin());
+    let missing = browser.get("/notes/plan/versions/1/no/such/page").await;
+    assert_eq!(missing.status, 404);
+    assert!(missing.body.contains("Not found"), "{}", missing.body);
+    assert_the_pages_headers(&missing, "an unknown path");
+    let not_allowed = browser.post("/", &[]).await;
+    assert_eq!(not_allowed.status, 405);
+    assert_the_pages_headers(&not_allowed, "a method the page does not take");
+    assert_the_pages_headers(&browser.get("/").await, "the Changes page");
+    // Past what a store counts versions in: no such version, not a store's failure.
+    for number in ["9223372036854775808", "18446744073709551615"] {
+        for path in [
+            format!("/notes/plan/versions/{number}"),
+            format!("/notes/plan/versions/{number}/restore"),
+        ] {
+            let page = browser.get(&path).await;
+            assert_eq!(page.status, 404, "{path}: {}", page.body);
+        }
+    }
+    let largest = browser
+        .get("/notes/plan/versions/9223372036854775807")
+        .await;
+    assert_eq!(largest.status, 404);
 }
 
 #[tokio::test]
@@ -476,6 +613,8 @@ async fn pkb_server_web_serves_the_page_alone_on_loopback() {
         .await
         .unwrap();
     assert_eq!(rebound.status().as_u16(), 403, "DNS rebinding is refused");
+    let csp = rebound.headers().get("content-security-policy");
+    assert!(csp.is_some(), "the refusal carries the pages' headers");
     let cross = client
         .post(format!("{origin}/notes/welcome/versions/1/restore"))
         .header("origin", "http://evil.example")

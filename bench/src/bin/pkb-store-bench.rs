@@ -12,10 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use pkb_bench::corpus::{Corpus, Rng, SEED};
+use pkb_bench::versions::{self, BATCH};
 use pkb_core::store::sqlite::{DamageCheck, SqliteOptions};
 use pkb_core::store::{NoteDraft, PutMode, Store, sqlite};
-
-const BATCH: usize = 1_000;
 
 struct Stats {
     p50: Duration,
@@ -282,22 +281,7 @@ async fn ten_versions(
 ) {
     let n = ids.len();
     let before = file_size(path);
-    for round in 0..9 {
-        for start in (0..n).step_by(BATCH) {
-            let batch: Vec<NoteDraft> = (start..(start + BATCH).min(n))
-                .map(|i| {
-                    let mut draft = corpus.note(rng, i).draft();
-                    draft.id = ids[i].clone();
-                    draft.body = format!("{} (round {round})", draft.body);
-                    draft
-                })
-                .collect();
-            store
-                .put_many(batch, PutMode::Replace)
-                .await
-                .expect("replace");
-        }
-    }
+    versions::write_again(store, ids, corpus, rng, 9).await;
     store.merge_index().await.expect("merge the index");
     let pages = |path: &Path| {
         let conn = rusqlite::Connection::open(path).expect("open the file");

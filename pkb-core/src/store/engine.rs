@@ -6,7 +6,7 @@ use async_trait::async_trait;
 
 use super::{
     ChangeEntry, ChangeFilter, NoteDates, NoteDraft, NoteSummary, Provenance, Purged, PutMode,
-    PutOutcome, RecentChange, SearchHit, StoreError, VersionLookup, VersionSummary,
+    PutOutcome, SearchHit, StoreError, VersionLookup, VersionSummary,
 };
 use crate::links::{Backlink, LinkedNote, NoteWithLinks, TargetKeys, link_targets, links_of};
 use crate::note::Note;
@@ -46,8 +46,6 @@ pub trait NoteEngine: Send + Sync {
         id: &str,
         limit: usize,
     ) -> Result<Option<Vec<VersionSummary>>, StoreError>;
-    /// The latest changes across every note, newest first, at most `limit`.
-    async fn recent_changes(&self, limit: usize) -> Result<Vec<RecentChange>, StoreError>;
     /// The latest changes that `filter` lets through, newest first, at most `filter.limit`.
     async fn changes(&self, filter: &ChangeFilter) -> Result<Vec<ChangeEntry>, StoreError>;
     /// One version of a note, whole.

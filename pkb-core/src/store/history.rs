@@ -154,6 +154,9 @@ pub struct ChangeFilter {
     pub by: Option<String>,
     /// Only changes of this kind.
     pub change: Option<ChangeKind>,
+    /// Only changes that made their note's newest version: with [`ChangeKind::Deleted`],
+    /// the notes still deleted (not restored or made again since).
+    pub newest: bool,
     /// The most changes to list.
     pub limit: usize,
 }

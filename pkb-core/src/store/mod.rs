@@ -555,7 +555,12 @@ impl Store {
 
     /// The latest changes across every note, newest first, at most `limit`.
     pub async fn recent_changes(&self, limit: usize) -> Result<Vec<RecentChange>, StoreError> {
-        self.engine.recent_changes(limit).await
+        let filter = ChangeFilter {
+            limit,
+            ..ChangeFilter::default()
+        };
+        let changes = self.changes(&filter).await?;
+        Ok(changes.into_iter().map(|entry| entry.change).collect())
     }
 
     /// The latest changes `filter` lets through, newest first: a page of them, the next

@@ -1,31 +1,19 @@
 //! Changes, the first page: the latest changes across the person's notes, newest first,
 //! [`PAGE`] at a time, filtered by client and by note.
 
-use std::sync::Arc;
-
-use axum::extract::{RawQuery, State};
 use axum::response::Response;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use maud::{Markup, html};
 
 use super::layout::{self, Section, when};
-use super::{Web, parameters, paths};
+use super::{Looking, paths};
 use crate::store::{ChangeEntry, ChangeFilter, ChangeKind};
 
 /// Changes on a page.
 pub const PAGE: usize = 50;
 
 /// `GET /`: `client`, `note` and `before` (where the page starts) in the query.
-pub async fn page(
-    State(web): State<Arc<Web>>,
-    headers: HeaderMap,
-    RawQuery(query): RawQuery,
-) -> Response {
-    let (viewer, store) = match web.looking(&headers).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let query = parameters(query.unwrap_or_default().as_bytes());
+pub async fn page(Looking(viewer, store, query): Looking) -> Response {
     let given = |name: &str| {
         query
             .get(name)
@@ -38,8 +26,8 @@ pub async fn page(
         before: given("before").and_then(|before| before.parse().ok()),
         id: note.clone(),
         by: client.clone(),
-        change: None,
         limit: PAGE + 1,
+        ..ChangeFilter::default()
     };
     let mut changes = match store.changes(&filter).await {
         Ok(changes) => changes,

@@ -1,16 +1,13 @@
 //! The notes deleted lately, newest first: each with its last version (the note as it was)
 //! and a restore button. A note restored or made again since is not listed.
 
-use std::sync::Arc;
-
-use axum::extract::{RawQuery, State};
 use axum::response::Response;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use maud::html;
 
 use super::changes::PAGE;
 use super::layout::{self, Section, when};
-use super::{Web, parameters, paths};
+use super::{Looking, paths};
 use crate::store::{ChangeFilter, ChangeKind, Store, StoreError, VersionLookup};
 
 /// How many characters of a deleted note's body the list shows.
@@ -27,18 +24,8 @@ struct Deleted {
 }
 
 /// `GET /deleted`; `before` in the query for older deletions.
-pub async fn page(
-    State(web): State<Arc<Web>>,
-    headers: HeaderMap,
-    RawQuery(query): RawQuery,
-) -> Response {
-    let (viewer, store) = match web.looking(&headers).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let before = parameters(query.unwrap_or_default().as_bytes())
-        .get("before")
-        .and_then(|b| b.parse().ok());
+pub async fn page(Looking(viewer, store, query): Looking) -> Response {
+    let before = query.get("before").and_then(|b| b.parse().ok());
     let (deleted, older) = match still_deleted(&store, before).await {
         Ok(found) => found,
         Err(error) => return layout::store_failed(&viewer, &error),
@@ -81,9 +68,12 @@ async fn still_deleted(
     store: &Store,
     before: Option<u64>,
 ) -> Result<(Vec<Deleted>, Option<u64>), StoreError> {
+    // Deleted still, by this deletion: the note's newest version, not restored or made again
+    // since. The store finds them in one statement, through its index of changes by kind.
     let filter = ChangeFilter {
         before,
         change: Some(ChangeKind::Deleted),
+        newest: true,
         limit: PAGE + 1,
         ..ChangeFilter::default()
     };
@@ -92,29 +82,32 @@ async fn still_deleted(
         .then(|| deletions.get(PAGE - 1).map(|entry| entry.position))
         .flatten();
     deletions.truncate(PAGE);
-    let mut shown = Vec::new();
-    for entry in deletions {
-        let change = entry.change;
-        // Deleted still, by this deletion: not restored or made again since.
-        let newest = store.history(&change.id, 1).await?;
-        let still = store.get(&change.id).await?.is_none()
-            && newest.is_some_and(|v| v.first().is_some_and(|v| v.version == change.version));
-        if !still || shown.iter().any(|d: &Deleted| d.id == change.id) {
-            continue;
-        }
-        let excerpt = match store.version(&change.id, change.version).await? {
-            VersionLookup::Found(version) => excerpt(&version.note.body),
-            _ => String::new(),
-        };
-        shown.push(Deleted {
-            id: change.id,
-            version: change.version,
-            title: change.title,
-            at: change.at,
-            by: change.by,
-            excerpt,
-        });
-    }
+    // Each note as it was: the versions read together, not one after another.
+    let kept = futures::future::try_join_all(
+        deletions
+            .iter()
+            .map(|entry| store.version(&entry.change.id, entry.change.version)),
+    )
+    .await?;
+    let shown = deletions
+        .into_iter()
+        .zip(kept)
+        .map(|(entry, kept)| {
+            let change = entry.change;
+            let excerpt = match kept {
+                VersionLookup::Found(version) => excerpt(&version.note.body),
+                _ => String::new(),
+            };
+            Deleted {
+                id: change.id,
+                version: change.version,
+                title: change.title,
+                at: change.at,
+                by: change.by,
+                excerpt,
+            }
+        })
+        .collect();
     Ok((shown, older))
 }
 

@@ -12,27 +12,43 @@ use maud::{DOCTYPE, Markup, html};
 
 use super::paths;
 use super::session::Viewer;
+use crate::auth::local::add_security_headers;
 
 /// The policy every answer carries: PKB's own stylesheet and script, nothing inline, nothing
 /// from elsewhere, forms posted only here, never in a frame.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
-/// The headers every answer of the pages carries: the policy, no framing, no sniffing, no
-/// caching (pages show one person's notes), and no Referer beyond PKB's origin.
+/// The headers every answer of the pages carries: the sign-in pages' own (no framing, no
+/// sniffing, no caching, since pages show one person's notes, and no Referer beyond PKB's
+/// origin), with the pages' stricter policy; and no page of another origin may load an answer
+/// (CORP) or keep a hold on a window of the pages it opened (COOP).
 pub fn add_headers(headers: &mut HeaderMap) {
+    add_security_headers(headers);
     headers.insert(
         "content-security-policy",
         HeaderValue::from_static(CONTENT_SECURITY_POLICY),
     );
-    headers.insert("x-frame-options", HeaderValue::from_static("DENY"));
-    // `no-referrer` would make Chromium send `Origin: null` on the pages' own forms, which
-    // the origin check refuses (OAUTH-NOTES.md).
-    headers.insert("referrer-policy", HeaderValue::from_static("same-origin"));
     headers.insert(
-        "x-content-type-options",
-        HeaderValue::from_static("nosniff"),
+        "cross-origin-resource-policy",
+        HeaderValue::from_static("same-origin"),
     );
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        "cross-origin-opener-policy",
+        HeaderValue::from_static("same-origin"),
+    );
+}
+
+/// `response` with [`add_headers`]' headers where it has none of its own (the stylesheet
+/// keeps its caching): every answer of the pages passes here, axum's own included.
+pub async fn with_headers(mut response: Response) -> Response {
+    let mut wanted = HeaderMap::new();
+    add_headers(&mut wanted);
+    for (name, value) in wanted {
+        if let Some(name) = name {
+            response.headers_mut().entry(name).or_insert(value);
+        }
+    }
+    response
 }
 
 /// Which part of the navigation a page belongs to.
@@ -115,7 +131,6 @@ pub fn page_with_query(
         CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
-    add_headers(response.headers_mut());
     if let Some(cookie) = viewer.and_then(|v| v.set_cookie.clone()) {
         response.headers_mut().insert(SET_COOKIE, cookie);
     }
@@ -206,10 +221,6 @@ fn asset(body: &'static str, kind: &'static str) -> Response {
     let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(kind));
-    headers.insert(
-        "x-content-type-options",
-        HeaderValue::from_static("nosniff"),
-    );
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("max-age=3600"));
     response
 }

@@ -26,13 +26,16 @@ mod session;
 mod sign_in;
 mod version;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Request, State};
+use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::get;
-use http::HeaderMap;
+use http::request::Parts;
+use http::{HeaderMap, Method, StatusCode};
 
 pub use serve::{WebServer, serve_alone};
 
@@ -114,19 +117,27 @@ impl Web {
         self.sessions.viewer(&self.people, headers)
     }
 
-    /// Who asks, and their note store: the start of every page.
-    async fn looking(&self, headers: &HeaderMap) -> Result<(Viewer, Arc<Store>), Response> {
-        let viewer = self.viewer(headers)?;
-        let store = self.store_for(&viewer).await?;
-        Ok((viewer, store))
-    }
-
     /// The note store of the person looking: their own, as their MCP clients reach it.
     async fn store_for(&self, viewer: &Viewer) -> Result<Arc<Store>, Response> {
         self.app
             .state_for(&viewer.user)
             .await
             .map_err(|error| layout::failed(viewer, &error))
+    }
+}
+
+/// Who asks, their note store, and the query's parameters: the start of every page that
+/// reads. Under `--auth local` without a session, the answer is the way to the sign-in page.
+pub(crate) struct Looking(Viewer, Arc<Store>, HashMap<String, String>);
+
+impl FromRequestParts<Arc<Web>> for Looking {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, web: &Arc<Web>) -> Result<Self, Response> {
+        let viewer = web.viewer(&parts.headers)?;
+        let store = web.store_for(&viewer).await?;
+        let query = parameters(parts.uri.query().unwrap_or_default().as_bytes());
+        Ok(Self(viewer, store, query))
     }
 }
 
@@ -155,8 +166,44 @@ pub fn router(settings: WebSettings) -> Router {
         .route(paths::SIGN_OUT, axum::routing::post(sign_in::sign_out))
         .route(paths::STYLESHEET, get(layout::stylesheet))
         .route(paths::TIME_SCRIPT, get(layout::time_script))
+        .fallback(no_such_page)
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
+        .layer(middleware::from_fn(same_site_only))
+        // Outermost, so that every answer carries them: axum's own (405, 413, a path it
+        // cannot read) and the refusals above as much as the pages.
+        .layer(middleware::map_response(layout::with_headers))
         .with_state(web)
+}
+
+/// Any other path: the pages' 404, the same as a note's that is not there.
+async fn no_such_page(State(web): State<Arc<Web>>, headers: HeaderMap) -> Response {
+    match web.viewer(&headers) {
+        Ok(viewer) => layout::not_found(&viewer),
+        Err(response) => response,
+    }
+}
+
+/// Refuses (403) what a page of another site makes the browser ask for, by the Fetch
+/// Metadata the browser sends, unless it is a link followed to a page. Under `--auth none`
+/// and `pkb-server web` no cookie is needed to read a page, so an `<img>` or a no-cors
+/// `fetch` of another site could otherwise run any page: it could not read the answer, but
+/// it could time it (does the person have a note `divorce-lawyer`?) or load the server with
+/// searches. Another loopback port is the same site, and refused too. A browser that sends
+/// no Fetch Metadata is not refused: the origin checks and the CSRF tokens still hold.
+async fn same_site_only(request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let fetch = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+    let elsewhere = !matches!(fetch("sec-fetch-site"), None | Some("same-origin" | "none"));
+    let followed_link = matches!(*request.method(), Method::GET | Method::HEAD)
+        && fetch("sec-fetch-mode") == Some("navigate")
+        && fetch("sec-fetch-dest") == Some("document");
+    if elsewhere && !followed_link {
+        return layout::refused(
+            StatusCode::FORBIDDEN,
+            "Another site asked for this page: only PKB's own pages and links followed to them are answered.",
+        );
+    }
+    next.run(request).await
 }
 
 /// What is served at `/` where the pages are not (`--auth tokens` and `oauth`, whose users

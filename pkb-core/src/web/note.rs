@@ -1,17 +1,15 @@
 //! A note's page: its title, tags and body as it reads, its links and backlinks, and its
 //! versions; a deleted note's page says so, with its last version and a restore button.
 
-use std::sync::Arc;
-
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::Path;
 use axum::response::Response;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use maud::{Markup, html};
 
 use super::changes::kind;
 use super::layout::{self, Section, when};
 use super::session::Viewer;
-use super::{Web, markdown, parameters, paths};
+use super::{Looking, markdown, paths};
 use crate::links::{LinkedNote, NoteWithLinks};
 use crate::note::is_valid_id;
 use crate::store::VersionSummary;
@@ -20,22 +18,11 @@ use crate::store::VersionSummary;
 const VERSIONS_SHOWN: usize = 100;
 
 /// `GET /notes/{id}`; `restored=N` in the query says a restore of version N just happened.
-pub async fn page(
-    State(web): State<Arc<Web>>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    RawQuery(query): RawQuery,
-) -> Response {
-    let (viewer, store) = match web.looking(&headers).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
+pub async fn page(Looking(viewer, store, query): Looking, Path(id): Path<String>) -> Response {
     if !is_valid_id(&id) {
         return layout::not_found(&viewer);
     }
-    let restored = parameters(query.unwrap_or_default().as_bytes())
-        .get("restored")
-        .and_then(|n| n.parse::<u64>().ok());
+    let restored = query.get("restored").and_then(|n| n.parse::<u64>().ok());
     let (note, versions) = match tokio::try_join!(
         store.get_with_links(&id),
         store.history(&id, VERSIONS_SHOWN)

@@ -14,20 +14,15 @@ use maud::html;
 use super::layout::{self, Section};
 use super::session::see_other;
 use super::version::{compared, valid_version};
-use super::{Web, parameters, paths};
+use super::{Looking, Web, parameters, paths};
 use crate::resources::announce_change_from_elsewhere;
 use crate::store::{RestoreOutcome, VersionLookup};
 
 /// `GET /notes/{id}/versions/{version}/restore`: are you sure?
 pub async fn confirm(
-    State(web): State<Arc<Web>>,
-    headers: HeaderMap,
+    Looking(viewer, store, _): Looking,
     Path((id, number)): Path<(String, String)>,
 ) -> Response {
-    let (viewer, store) = match web.looking(&headers).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     let Some(number) = valid_version(&id, &number) else {
         return layout::not_found(&viewer);
     };

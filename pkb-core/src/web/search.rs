@@ -1,15 +1,12 @@
 //! Search: the search tool's default mode, through the tool's own store call, each result
 //! linking to its note's page.
 
-use std::sync::Arc;
-
-use axum::extract::{RawQuery, State};
 use axum::response::Response;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use maud::html;
 
 use super::layout::{self, Section};
-use super::{Web, parameters, paths};
+use super::{Looking, paths};
 use crate::tools::search::{SearchMode, search_in};
 
 /// Results shown.
@@ -19,18 +16,8 @@ const RESULTS: usize = 30;
 const MAX_QUERY_CHARS: usize = 200;
 
 /// `GET /search?q=...`.
-pub async fn page(
-    State(web): State<Arc<Web>>,
-    headers: HeaderMap,
-    RawQuery(query): RawQuery,
-) -> Response {
-    let (viewer, store) = match web.looking(&headers).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let asked = parameters(query.unwrap_or_default().as_bytes())
-        .remove("q")
-        .unwrap_or_default();
+pub async fn page(Looking(viewer, store, mut query): Looking) -> Response {
+    let asked = query.remove("q").unwrap_or_default();
     let asked: String = asked.trim().chars().take(MAX_QUERY_CHARS).collect();
     let hits = if asked.is_empty() {
         None

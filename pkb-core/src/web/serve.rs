@@ -1,19 +1,14 @@
 //! `pkb-server web`: the pages alone, on a loopback address, for a person whose clients use
-//! stdio. The same DNS-rebinding checks as the HTTP transport's guard them ([`OriginPolicy`]):
-//! a page of another site that renames itself 127.0.0.1 gets 403.
+//! stdio. The HTTP transport's own DNS-rebinding check guards them ([`check_origin`]): a page
+//! of another site that renames itself 127.0.0.1 gets 403.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use http::StatusCode;
-use http::header::{HOST, ORIGIN};
 
 use super::{WebSettings, router};
-use crate::transport::http::OriginPolicy;
+use crate::transport::http::{OriginPolicy, check_origin};
 
 /// The pages bound to a loopback port, not yet serving.
 pub struct WebServer {
@@ -48,7 +43,10 @@ impl WebServer {
             format!("http://[::1]:{port}"),
         ];
         let policy = Arc::new(OriginPolicy::new(&public, true, &[], &origins));
-        let router = router(settings).layer(axum::middleware::from_fn_with_state(policy, guard));
+        let router = router(settings)
+            .layer(axum::middleware::from_fn_with_state(policy, check_origin))
+            // The refusals of the check carry the pages' headers too.
+            .layer(axum::middleware::map_response(super::layout::with_headers));
         Ok(Self {
             listener,
             router,
@@ -75,22 +73,4 @@ impl WebServer {
 /// The pages alone on `bind`: [`WebServer::bind`].
 pub async fn serve_alone(settings: WebSettings, bind: SocketAddr) -> Result<WebServer, String> {
     WebServer::bind(settings, bind).await
-}
-
-/// Refuses a request whose `Host` is not a loopback name, or whose `Origin` is not this page's.
-async fn guard(State(policy): State<Arc<OriginPolicy>>, request: Request, next: Next) -> Response {
-    let host_ok = request
-        .headers()
-        .get(HOST)
-        .and_then(|host| host.to_str().ok())
-        .is_some_and(|host| policy.allows_host(host));
-    let origin_ok = request
-        .headers()
-        .get(ORIGIN)
-        .is_none_or(|origin| origin.to_str().is_ok_and(|o| policy.allows_origin(o)));
-    if host_ok && origin_ok {
-        next.run(request).await
-    } else {
-        (StatusCode::FORBIDDEN, "forbidden").into_response()
-    }
 }

@@ -38,7 +38,7 @@ fn form(
 ) -> Response {
     let (cookie, set_cookie) = match web.sessions.cookie_of(headers) {
         Some(cookie) => (cookie.to_owned(), None),
-        None => match web.sessions.new_cookie() {
+        None => match web.sessions.new_cookie(headers) {
             Some((cookie, header)) => (cookie, Some(header)),
             None => {
                 return layout::refused(StatusCode::INTERNAL_SERVER_ERROR, "no randomness");
@@ -113,7 +113,7 @@ pub async fn sign_in(State(web): State<Arc<Web>>, headers: HeaderMap, body: Byte
     };
     // A cookie of before the sign-in (perhaps planted) is worth nothing after it.
     web.sessions.end(cookie);
-    let Some((_, header)) = web.sessions.begin(&account, stamp) else {
+    let Some((_, header)) = web.sessions.begin(&headers, &account, stamp) else {
         return layout::refused(StatusCode::INTERNAL_SERVER_ERROR, "no randomness");
     };
     let mut response = see_other(paths::CHANGES);
@@ -133,7 +133,7 @@ pub async fn sign_out(State(web): State<Arc<Web>>, headers: HeaderMap, body: Byt
         web.sessions.end(cookie);
     }
     let mut response = see_other(paths::SIGN_IN);
-    if let Some(header) = web.sessions.cleared_cookie() {
+    if let Some(header) = web.sessions.cleared_cookie(&headers) {
         response.headers_mut().insert(SET_COOKIE, header);
     }
     response

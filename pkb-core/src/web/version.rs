@@ -2,36 +2,26 @@
 //! `?against=current`, from it to the note as it is now), with buttons to restore it or the
 //! version before it.
 
-use std::sync::Arc;
-
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::Path;
 use axum::response::Response;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use maud::{Markup, html};
 
 use super::changes::{changes_url, kind};
 use super::layout::{self, Section, when};
-use super::{Web, diff, parameters, paths};
+use super::{Looking, diff, paths};
 use crate::note::{Note, is_valid_id};
 use crate::store::{NoteVersion, Store, StoreError, VersionLookup};
 
 /// `GET /notes/{id}/versions/{version}`.
 pub async fn page(
-    State(web): State<Arc<Web>>,
-    headers: HeaderMap,
+    Looking(viewer, store, query): Looking,
     Path((id, number)): Path<(String, String)>,
-    RawQuery(query): RawQuery,
 ) -> Response {
-    let (viewer, store) = match web.looking(&headers).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
     let Some(number) = valid_version(&id, &number) else {
         return layout::not_found(&viewer);
     };
-    let against_current = parameters(query.unwrap_or_default().as_bytes())
-        .get("against")
-        .is_some_and(|a| a == "current");
+    let against_current = query.get("against").is_some_and(|a| a == "current");
     let (this, before, current) = match tokio::try_join!(
         store.version(&id, number),
         previous(&store, &id, number),
@@ -110,10 +100,11 @@ pub async fn page(
     layout::page(Some(&viewer), StatusCode::OK, Section::Notes, &title, main)
 }
 
-/// `number` as a version of the note `id`, when both can be.
+/// `number` as a version of the note `id`, when both can be. A store counts versions in
+/// 64-bit signed integers: a number past them is no version, not a store's failure.
 pub fn valid_version(id: &str, number: &str) -> Option<u64> {
     let number: u64 = number.parse().ok()?;
-    (is_valid_id(id) && number >= 1).then_some(number)
+    (is_valid_id(id) && (1..=i64::MAX.unsigned_abs()).contains(&number)).then_some(number)
 }
 
 /// The version before `number`, if it is kept.

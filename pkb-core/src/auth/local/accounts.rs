@@ -319,6 +319,14 @@ impl AccountBook {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PasswordStamp(pub(super) String);
 
+#[cfg(test)]
+impl PasswordStamp {
+    /// A stamp of no stored password, for the tests of what keeps one.
+    pub(crate) fn for_tests(stamp: &str) -> Self {
+        Self(stamp.to_owned())
+    }
+}
+
 fn load(path: &Path) -> Result<Vec<StoredAccount>, AccountError> {
     Ok(read_document(path)?.accounts)
 }

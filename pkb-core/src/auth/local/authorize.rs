@@ -21,7 +21,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use http::header::{COOKIE, LOCATION, SET_COOKIE};
+use http::header::{LOCATION, SET_COOKIE};
 use http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use ring::hmac;
 use serde::{Deserialize, Serialize};
@@ -305,7 +305,7 @@ pub async fn start(
     if parameters.get("code_challenge_method").map(String::as_str) != Some("S256") {
         return back("invalid_request", "code_challenge_method must be S256");
     }
-    if challenge.len() != 43 || !challenge.bytes().all(is_base64url) {
+    if challenge.len() != 43 || !challenge.bytes().all(pages::is_base64url) {
         return back(
             "invalid_request",
             "code_challenge is not a base64url SHA-256",
@@ -334,9 +334,7 @@ pub async fn start(
         }
         Some(_) => return back("invalid_scope", "unknown scope"),
     };
-    let browser = cookie(&headers, BROWSER_COOKIE)
-        .filter(|value| value.len() == 43 && value.bytes().all(is_base64url))
-        .map(str::to_owned);
+    let browser = pages::secret_cookie(&headers, BROWSER_COOKIE).map(str::to_owned);
     let (Ok(csrf), Ok(new_browser)) = (random_secret(32), random_secret(32)) else {
         return pages::error_page(StatusCode::INTERNAL_SERVER_ERROR, "no randomness");
     };
@@ -523,7 +521,7 @@ fn ticket_of(
 ) -> Option<(String, Ticket)> {
     let sealed = form.get("request")?;
     let csrf = form.get("csrf")?;
-    let browser = hex_sha256(cookie(headers, BROWSER_COOKIE)?);
+    let browser = hex_sha256(pages::secret_cookie(headers, BROWSER_COOKIE)?);
     let ticket = Ticket::open(sealed, &authority.flows.tickets)?;
     let fits = bool::from(ticket.csrf.as_bytes().ct_eq(csrf.as_bytes()))
         && bool::from(ticket.browser.as_bytes().ct_eq(browser.as_bytes()));
@@ -539,7 +537,7 @@ fn waiting_of(
 ) -> Option<Waiting> {
     let id = form.get("request")?;
     let csrf = form.get("csrf")?;
-    let browser = hex_sha256(cookie(headers, BROWSER_COOKIE)?);
+    let browser = hex_sha256(pages::secret_cookie(headers, BROWSER_COOKIE)?);
     let mut waiting = lock(&authority.flows.waiting);
     let request = waiting.get(id.as_str())?;
     let fits = bool::from(request.csrf.as_bytes().ct_eq(csrf.as_bytes()))
@@ -644,21 +642,6 @@ fn redirect(
     }
     pages::add_security_headers(response.headers_mut());
     response
-}
-
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value)
-}
-
-fn is_base64url(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_'
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ use axum::routing::{get, post};
 
 pub use accounts::{AccountBook, AccountError, AccountFile, AccountInfo, PasswordStamp};
 pub use grants::{AuthorizedClient, GrantBook, GrantFile};
+pub(crate) use pages::{add_security_headers, secret_cookie};
 
 use self::authorize::Flows;
 use self::password_checks::PasswordChecks;

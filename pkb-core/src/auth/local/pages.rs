@@ -4,7 +4,7 @@
 //! script, and may not be framed.
 
 use axum::response::{IntoResponse, Response};
-use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, COOKIE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 
 /// The stylesheet's path: the pages' one resource, so `default-src 'self'` is all they need.
@@ -38,6 +38,29 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// The value of the cookie `name`, when the request carries it once and it is one PKB could
+/// have made: 43 base64url characters (256 random bits). Two cookies of the name (one planted
+/// for a narrower path, or by another service on the same host, which cookies do not tell
+/// apart by port) make it none, rather than letting their order choose.
+pub(crate) fn secret_cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    let mut named = headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .filter(|(key, _)| *key == name)
+        .map(|(_, value)| value);
+    let value = named.next()?;
+    (named.next().is_none() && value.len() == 43 && value.bytes().all(is_base64url))
+        .then_some(value)
+}
+
+/// Whether `byte` is one of base64url's letters (no padding).
+pub(crate) fn is_base64url(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_'
+}
+
 /// The headers every page and form answer carries: no framing (clickjacking), nothing but
 /// PKB's own resources, no caching, and no Referer beyond PKB's origin. `form-action` is left
 /// out on purpose: Chromium applies it to the redirect that follows the consent post, which
@@ -48,6 +71,8 @@ pub fn add_security_headers(headers: &mut HeaderMap) {
         HeaderValue::from_static("frame-ancestors 'none'; default-src 'self'"),
     );
     headers.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    // `no-referrer` would make Chromium send `Origin: null` on the pages' own forms, which
+    // the origin check refuses (OAUTH-NOTES.md).
     headers.insert("referrer-policy", HeaderValue::from_static("same-origin"));
     headers.insert(
         "x-content-type-options",

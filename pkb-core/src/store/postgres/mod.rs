@@ -1196,32 +1196,10 @@ impl NoteEngine for PgNotes {
         ))
     }
 
-    async fn recent_changes(&self, limit_to: usize) -> Result<Vec<RecentChange>, StoreError> {
-        let rows = self
-            .rows(
-                "reading the notes' history",
-                "SELECT id, version, kind, changed_at, changed_by, title
-                 FROM pkb_note_versions WHERE owner = $1
-                 ORDER BY change_order DESC LIMIT $2",
-                &[&self.owner, &limit(limit_to)],
-            )
-            .await?;
-        Ok(rows
-            .iter()
-            .map(|row| RecentChange {
-                id: row.get(0),
-                version: to_u64(row.get(1)),
-                change: ChangeKind::parse(row.get(2)),
-                at: row.get(3),
-                by: row.get(4),
-                title: row.get(5),
-            })
-            .collect())
-    }
-
     async fn changes(&self, filter: &ChangeFilter) -> Result<Vec<ChangeEntry>, StoreError> {
         // Only the conditions given are written, so that each finds its index: the owner's
-        // changes in order for a page of all, the primary key for one note's.
+        // changes in order for a page of all, the primary key for one note's, those of a kind
+        // or a client for theirs.
         let mut sql = String::from(
             "SELECT change_order, id, version, kind, changed_at, changed_by, title
              FROM pkb_note_versions WHERE owner = $1",
@@ -1242,6 +1220,12 @@ impl NoteEngine for PgNotes {
         }
         if let Some(change) = filter.change {
             condition("kind =", Box::new(change.as_str().to_owned()));
+        }
+        if filter.newest {
+            sql.push_str(
+                " AND version = (SELECT max(version) FROM pkb_note_versions AS later
+                   WHERE later.owner = $1 AND later.id = pkb_note_versions.id)",
+            );
         }
         values.push(Box::new(limit(filter.limit)));
         sql.push_str(&format!(

@@ -7,7 +7,7 @@ use tokio_postgres::error::SqlState;
 use crate::store::StoreError;
 
 /// The newest schema version this build writes and reads.
-pub(super) const SCHEMA_VERSION: i32 = 12;
+pub(super) const SCHEMA_VERSION: i32 = 13;
 
 /// The advisory lock every PKB instance takes while it migrates ("pkb" in ASCII).
 const MIGRATION_LOCK: i64 = 0x706b62;
@@ -364,9 +364,19 @@ $$;
 UPDATE pkb_notes SET search = pkb_search_vector(title, tags, body);
 "#;
 
+/// Version 13: a user's changes of one kind, and those of one client, newest first: the web
+/// page's Deleted page and its filter by client read them. Without these, both walked the
+/// user's changes back along `pkb_note_versions_recent` until they had a page, all of them
+/// for a kind or a client that is rare or absent.
+const V13: &str = r#"
+CREATE INDEX pkb_note_versions_by_kind ON pkb_note_versions (owner, kind, change_order DESC);
+CREATE INDEX pkb_note_versions_by_client
+    ON pkb_note_versions (owner, changed_by, change_order DESC);
+"#;
+
 /// Every migration, in order: `MIGRATIONS[n]` takes version `n` to `n + 1`.
 const MIGRATIONS: [&str; SCHEMA_VERSION as usize] =
-    [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
+    [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
 
 /// Fills the link columns of every note from its title and body, in the caller's
 /// transaction: at the migration to version 6, and for `reindex`.

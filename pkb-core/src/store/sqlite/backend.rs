@@ -7,7 +7,7 @@ use crate::links::{Backlink, LinkedNote, NoteWithLinks, TargetKeys};
 use crate::note::Note;
 use crate::store::{
     ChangeEntry, ChangeFilter, NoteDates, NoteDraft, NoteSummary, Provenance, Purged, PutMode,
-    PutOutcome, RecentChange, SearchHit, StoreError, VersionLookup, VersionSummary,
+    PutOutcome, SearchHit, StoreError, VersionLookup, VersionSummary,
 };
 
 /// A blocking engine, served as a [`NoteEngine`](crate::store::NoteEngine) by this folder's
@@ -121,10 +121,6 @@ pub trait NoteBackend: Send + Sync {
     /// See [`NoteEngine::history`](crate::store::NoteEngine::history). A backend that keeps
     /// no history (a test double) refuses this and the other history calls.
     fn history(&self, _id: &str, _limit: usize) -> Result<Option<Vec<VersionSummary>>, StoreError> {
-        Err(no_history())
-    }
-    /// See [`NoteEngine::recent_changes`](crate::store::NoteEngine::recent_changes).
-    fn recent_changes(&self, _limit: usize) -> Result<Vec<RecentChange>, StoreError> {
         Err(no_history())
     }
     /// See [`NoteEngine::changes`](crate::store::NoteEngine::changes).

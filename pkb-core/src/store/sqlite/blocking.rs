@@ -20,9 +20,7 @@ use super::{
 use crate::links::{Backlink, LinkedNote, NoteWithLinks, TargetKeys};
 use crate::note::Note;
 use crate::store::NoteEngine;
-use crate::store::{
-    ChangeEntry, ChangeFilter, Provenance, Purged, RecentChange, VersionLookup, VersionSummary,
-};
+use crate::store::{ChangeEntry, ChangeFilter, Provenance, Purged, VersionLookup, VersionSummary};
 
 /// A blocking backend served from threads, so that no call blocks the runtime.
 pub(super) struct BlockingEngine {
@@ -248,10 +246,6 @@ impl NoteEngine for BlockingEngine {
     ) -> Result<Option<Vec<VersionSummary>>, StoreError> {
         let id = id.to_owned();
         self.read(move |b| b.history(&id, limit)).await
-    }
-
-    async fn recent_changes(&self, limit: usize) -> Result<Vec<RecentChange>, StoreError> {
-        self.read(move |b| b.recent_changes(limit)).await
     }
 
     async fn changes(&self, filter: &ChangeFilter) -> Result<Vec<ChangeEntry>, StoreError> {

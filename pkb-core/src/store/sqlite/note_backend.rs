@@ -16,6 +16,46 @@ const READ_HISTORY: &str = "read the notes' history";
 const READ_LINKS: &str = "read the links between notes";
 
 /// Whether any version of a note with this id is kept.
+/// The statement that lists the changes `filter` lets through, and its values. Only the
+/// conditions given are written, so that each finds its index: `seq` (the rowid) for a page
+/// of all changes, `(id, version)` for one note's, `(kind, seq)` and `(changed_by, seq)` for
+/// those of a kind or a client.
+fn changes_statement(filter: &ChangeFilter) -> (String, Vec<rusqlite::types::Value>) {
+    let mut conditions: Vec<&str> = Vec::new();
+    let mut values: Vec<rusqlite::types::Value> = Vec::new();
+    if let Some(before) = filter.before {
+        conditions.push("seq < ?");
+        values.push(i64::try_from(before).unwrap_or(i64::MAX).into());
+    }
+    if let Some(id) = &filter.id {
+        conditions.push("id = ?");
+        values.push(id.clone().into());
+    }
+    if let Some(by) = &filter.by {
+        conditions.push("changed_by = ?");
+        values.push(by.clone().into());
+    }
+    if let Some(change) = filter.change {
+        conditions.push("kind = ?");
+        values.push(change.as_str().to_owned().into());
+    }
+    if filter.newest {
+        conditions.push(
+            "version = (SELECT max(version) FROM note_versions AS later WHERE later.id = note_versions.id)",
+        );
+    }
+    values.push(sql_limit(filter.limit).into());
+    let mut sql = String::from(
+        "SELECT seq, id, version, kind, changed_at, changed_by, title FROM note_versions",
+    );
+    if !conditions.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&conditions.join(" AND "));
+    }
+    sql.push_str(" ORDER BY seq DESC LIMIT ?");
+    (sql, values)
+}
+
 fn has_history(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
     conn.prepare_cached("SELECT 1 FROM note_versions WHERE id = ?1 LIMIT 1")?
         .exists([id])
@@ -155,56 +195,8 @@ impl NoteBackend for SqliteBackend {
         })
     }
 
-    fn recent_changes(&self, limit: usize) -> Result<Vec<RecentChange>, StoreError> {
-        self.read(READ_HISTORY, |conn| {
-            conn.prepare_cached(
-                "SELECT id, version, kind, changed_at, changed_by, title
-                 FROM note_versions ORDER BY seq DESC LIMIT ?1",
-            )?
-            .query_map([sql_limit(limit)], |row| {
-                Ok(RecentChange {
-                    id: row.get(0)?,
-                    version: row.get(1)?,
-                    change: ChangeKind::parse(&row.get::<_, String>(2)?),
-                    at: row.get(3)?,
-                    by: row.get(4)?,
-                    title: row.get(5)?,
-                })
-            })?
-            .collect()
-        })
-    }
-
     fn changes(&self, filter: &ChangeFilter) -> Result<Vec<ChangeEntry>, StoreError> {
-        // Only the conditions given are written, so that each finds its index: `seq` (the
-        // rowid) for a page of all changes, `(id, version)` for one note's.
-        let mut conditions: Vec<&str> = Vec::new();
-        let mut values: Vec<rusqlite::types::Value> = Vec::new();
-        if let Some(before) = filter.before {
-            conditions.push("seq < ?");
-            values.push(i64::try_from(before).unwrap_or(i64::MAX).into());
-        }
-        if let Some(id) = &filter.id {
-            conditions.push("id = ?");
-            values.push(id.clone().into());
-        }
-        if let Some(by) = &filter.by {
-            conditions.push("changed_by = ?");
-            values.push(by.clone().into());
-        }
-        if let Some(change) = filter.change {
-            conditions.push("kind = ?");
-            values.push(change.as_str().to_owned().into());
-        }
-        values.push(sql_limit(filter.limit).into());
-        let mut sql = String::from(
-            "SELECT seq, id, version, kind, changed_at, changed_by, title FROM note_versions",
-        );
-        if !conditions.is_empty() {
-            sql.push_str(" WHERE ");
-            sql.push_str(&conditions.join(" AND "));
-        }
-        sql.push_str(" ORDER BY seq DESC LIMIT ?");
+        let (sql, values) = changes_statement(filter);
         self.read(READ_HISTORY, |conn| {
             conn.prepare_cached(&sql)?
                 .query_map(rusqlite::params_from_iter(values.iter()), |row| {
@@ -600,6 +592,67 @@ impl NoteBackend for SqliteBackend {
                 context: "the in-memory store failed its check".to_owned(),
                 source: reason.into(),
             }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How SQLite would read the changes `filter` lets through.
+    fn plan(backend: &SqliteBackend, filter: &ChangeFilter) -> String {
+        let (sql, values) = changes_statement(filter);
+        backend
+            .read("explain", |conn| {
+                conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
+                    .query_map(rusqlite::params_from_iter(values.iter()), |row| {
+                        row.get::<_, String>(3)
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .unwrap()
+            .join("; ")
+    }
+
+    /// The Deleted page and a page of one client's changes read their own index, newest
+    /// first, and sort nothing: neither walks the whole history for a rare kind or client.
+    #[test]
+    fn a_kind_and_a_client_are_read_through_their_index() {
+        let backend = SqliteBackend::open_in_memory(false).expect("in-memory store");
+        let deleted = ChangeFilter {
+            change: Some(ChangeKind::Deleted),
+            newest: true,
+            limit: 51,
+            ..ChangeFilter::default()
+        };
+        let plan_of_deleted = plan(&backend, &deleted);
+        assert!(
+            plan_of_deleted.contains("USING INDEX note_versions_by_kind (kind=?)"),
+            "{plan_of_deleted}"
+        );
+        let older = ChangeFilter {
+            before: Some(1_000),
+            ..deleted
+        };
+        let plan_of_older = plan(&backend, &older);
+        assert!(
+            plan_of_older.contains("USING INDEX note_versions_by_kind (kind=? AND seq<?)"),
+            "{plan_of_older}"
+        );
+        let by_client = ChangeFilter {
+            by: Some("claude-code 2.1".into()),
+            before: Some(1_000),
+            limit: 51,
+            ..ChangeFilter::default()
+        };
+        let plan_of_client = plan(&backend, &by_client);
+        assert!(
+            plan_of_client.contains("USING INDEX note_versions_by_client (changed_by=? AND seq<?)"),
+            "{plan_of_client}"
+        );
+        for plan in [plan_of_deleted, plan_of_older, plan_of_client] {
+            assert!(!plan.contains("TEMP B-TREE"), "{plan}");
         }
     }
 }

@@ -86,6 +86,29 @@ on_both_backends! {
         assert_eq!(ids(&store.changes(&nothing).await.unwrap()), [("n1".into(), 1)]);
     }
 
+    async fn the_notes_still_deleted_are_the_deletions_that_are_their_notes_newest_version() {
+        let store = empty().await;
+        for id in ["gone", "back", "twice"] {
+            store.put(draft(id, "N", &[], "one"), PutMode::CreateOnly).await.unwrap();
+            assert!(store.delete(id).await.unwrap());
+        }
+        store.restore("back", 1).await.unwrap();
+        store.put(draft("twice", "N", &[], "again"), PutMode::CreateOnly).await.unwrap();
+        assert!(store.delete("twice").await.unwrap());
+        let ids = |page: &[ChangeEntry]| {
+            page.iter().map(|e| (e.change.id.clone(), e.change.version)).collect::<Vec<_>>()
+        };
+        let still = ChangeFilter { change: Some(ChangeKind::Deleted), newest: true, limit: 10, ..ChangeFilter::default() };
+        assert_eq!(ids(&store.changes(&still).await.unwrap()), [("twice".into(), 4), ("gone".into(), 2)]);
+        let every = ChangeFilter { newest: false, ..still.clone() };
+        assert_eq!(store.changes(&every).await.unwrap().len(), 4);
+        let newest = ChangeFilter { newest: true, limit: 10, ..ChangeFilter::default() };
+        assert_eq!(
+            ids(&store.changes(&newest).await.unwrap()),
+            [("twice".into(), 4), ("back".into(), 3), ("gone".into(), 2)]
+        );
+    }
+
     async fn a_clients_name_is_kept_to_its_first_200_characters() {
         // Three bytes a character, so a cut by bytes would split one.
         let name = "\u{20ac}".repeat(1_000_000);

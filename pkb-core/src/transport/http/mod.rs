@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 pub use bearer::BearerAuth;
 pub use listener::{HEADER_TIMEOUT, Tls};
 pub use message::BODY_TIMEOUT;
-pub use origin::OriginPolicy;
+pub use origin::{OriginPolicy, check_origin};
 pub use stream_places::STREAMS_PER_USER;
 
 use crate::McpServer;
@@ -173,11 +173,19 @@ impl HttpServer {
                 "expected an http:// or https:// URL with a host".into(),
             ));
         }
+        let mut origins = settings.allowed_origins.clone();
+        if settings.public_url.is_none() && local.ip().is_loopback() {
+            // The web page's forms post from whichever loopback name the person typed.
+            let port = local.port();
+            origins.extend(
+                ["localhost", "127.0.0.1", "[::1]"].map(|host| format!("{scheme}://{host}:{port}")),
+            );
+        }
         let policy = Arc::new(OriginPolicy::new(
             &public_uri,
             local.ip().is_loopback(),
             &settings.allowed_hosts,
-            &settings.allowed_origins,
+            &origins,
         ));
 
         let cancel = CancellationToken::new();

@@ -15,7 +15,7 @@ use crate::note::Note;
 use crate::store::NoteEngine;
 use crate::store::{
     ChangeEntry, ChangeFilter, NoteDates, NoteDraft, NoteSummary, Provenance, Purged, PutMode,
-    PutOutcome, RecentChange, SearchHit, StoreError, VersionLookup, VersionSummary,
+    PutOutcome, SearchHit, StoreError, VersionLookup, VersionSummary,
 };
 
 /// A [`NoteEngine`] over a vault's folder.
@@ -141,10 +141,6 @@ impl NoteEngine for FolderEngine {
         limit: usize,
     ) -> Result<Option<Vec<VersionSummary>>, StoreError> {
         self.inner().history(id, limit).await
-    }
-
-    async fn recent_changes(&self, limit: usize) -> Result<Vec<RecentChange>, StoreError> {
-        self.inner().recent_changes(limit).await
     }
 
     async fn changes(&self, filter: &ChangeFilter) -> Result<Vec<ChangeEntry>, StoreError> {
