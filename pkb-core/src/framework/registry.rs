@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures::FutureExt;
 use rmcp::model::{
@@ -68,10 +68,22 @@ struct RegisteredTool {
     schema_rules: Option<SchemaRules>,
 }
 
-/// A tool's whole input schema, compiled, for the rules its extension adds.
+/// A tool's whole input schema, for the rules its extension adds; compiled on the tool's first
+/// call ([`SchemaRules::validator`]).
 struct SchemaRules {
-    validator: jsonschema::Validator,
     schema: Value,
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
+}
+
+impl SchemaRules {
+    /// Compiling checks the schema against the 2020-12 meta-schema first, and building that
+    /// meta-schema's own validator took about 1.5 ms, a third of a cold start: so it waits for
+    /// the first call that needs it, except in debug builds ([`register_tool`]).
+    fn validator(&self) -> &Result<jsonschema::Validator, String> {
+        self.validator.get_or_init(|| {
+            jsonschema::draft202012::new(&self.schema).map_err(|error| error.to_string())
+        })
+    }
 }
 
 /// The tools, resources and prompts a server serves, for an application whose state is `S`
@@ -205,15 +217,22 @@ impl Catalog {
     ) -> Option<ToolReply> {
         let registered = self.tools.get(name)?;
         let def = registered.def;
-        if let Some(rules) = &registered.schema_rules
-            && let Err(invalid) = schema_violations(
-                &rules.validator,
-                &rules.schema,
-                def.args,
-                arguments.as_ref(),
-            )
-        {
-            return Some(tool_invalid(invalid));
+        if let Some(rules) = &registered.schema_rules {
+            let validator = match rules.validator() {
+                Ok(validator) => validator,
+                Err(problem) => {
+                    tracing::error!(tool = def.name, %problem, "the tool's extended input schema does not compile");
+                    return Some(Ok(tool_error(format!(
+                        "internal error: the input schema of the `{}` tool is unusable",
+                        def.name
+                    ))));
+                }
+            };
+            if let Err(invalid) =
+                schema_violations(validator, &rules.schema, def.args, arguments.as_ref())
+            {
+                return Some(tool_invalid(invalid));
+            }
         }
         super::activity::CALLS.mark();
         let call = AssertUnwindSafe((def.call)(ctx, arguments)).catch_unwind();
@@ -374,10 +393,18 @@ fn register_tool(def: &'static ToolDef) -> Result<RegisteredTool, RegistryError>
         None => (derived, None),
         Some(extension) => {
             let extended = extend_schema(&derived, extension()).map_err(unusable)?;
-            let schema = Value::Object(extended.clone());
-            let validator = jsonschema::draft202012::new(&schema)
-                .map_err(|error| unusable(error.to_string()))?;
-            (Arc::new(extended), Some(SchemaRules { validator, schema }))
+            let rules = SchemaRules {
+                schema: Value::Object(extended.clone()),
+                validator: OnceLock::new(),
+            };
+            // A debug build (every test) compiles it now, so that a bad extension still stops
+            // the registry at startup where it is written and tried.
+            if cfg!(debug_assertions)
+                && let Err(problem) = rules.validator()
+            {
+                return Err(unusable(problem.clone()));
+            }
+            (Arc::new(extended), Some(rules))
         }
     };
     Ok(RegisteredTool {
