@@ -64,8 +64,19 @@ pub enum RegistryError {
 /// when `extend_schema` added rules the argument specs do not enforce themselves.
 struct RegisteredTool {
     def: &'static ToolDef,
-    tool: Tool,
+    /// Made on first use ([`RegisteredTool::tool`]), except for a tool with an extension.
+    tool: OnceLock<Tool>,
     schema_rules: Option<SchemaRules>,
+}
+
+impl RegisteredTool {
+    /// Its MCP description. Deriving the input and output schemas of every tool (schemars)
+    /// took about a tenth of a cold start, for descriptions only `tools/list` (and the
+    /// terminal's `tools`) read: they are made when first asked for.
+    fn tool(&self) -> &Tool {
+        self.tool
+            .get_or_init(|| describe_tool(self.def, input_schema(self.def.args)))
+    }
 }
 
 /// A tool's whole input schema, for the rules its extension adds; compiled on the tool's first
@@ -194,7 +205,12 @@ impl Catalog {
 
     /// The tools as MCP describes them, sorted by name.
     pub fn tools(&self) -> impl Iterator<Item = &Tool> {
-        self.tools.values().map(|registered| &registered.tool)
+        self.tools.values().map(RegisteredTool::tool)
+    }
+
+    /// Whether it holds any tool (without describing one).
+    pub fn has_tools(&self) -> bool {
+        !self.tools.is_empty()
     }
 
     /// One tool's definition.
@@ -204,7 +220,7 @@ impl Catalog {
 
     /// One tool as MCP describes it.
     pub fn tool_description(&self, name: &str) -> Option<&Tool> {
-        self.tools.get(name).map(|registered| &registered.tool)
+        self.tools.get(name).map(RegisteredTool::tool)
     }
 
     /// Runs a tool. `None` when no tool has that name. A panic in the handler becomes an
@@ -388,29 +404,31 @@ fn register_tool(def: &'static ToolDef) -> Result<RegisteredTool, RegistryError>
         tool: def.name,
         problem,
     };
-    let derived = input_schema(def.args);
-    let (schema, schema_rules) = match def.extend_schema {
-        None => (derived, None),
-        Some(extension) => {
-            let extended = extend_schema(&derived, extension()).map_err(unusable)?;
-            let rules = SchemaRules {
-                schema: Value::Object(extended.clone()),
-                validator: OnceLock::new(),
-            };
-            // A debug build (every test) compiles it now, so that a bad extension still stops
-            // the registry at startup where it is written and tried.
-            if cfg!(debug_assertions)
-                && let Err(problem) = rules.validator()
-            {
-                return Err(unusable(problem.clone()));
-            }
-            (Arc::new(extended), Some(rules))
-        }
+    let Some(extension) = def.extend_schema else {
+        return Ok(RegisteredTool {
+            def,
+            tool: OnceLock::new(),
+            schema_rules: None,
+        });
     };
+    // An extension is merged now, so that one that does not fit stops the registry.
+    let derived = input_schema(def.args);
+    let extended = extend_schema(&derived, extension()).map_err(unusable)?;
+    let rules = SchemaRules {
+        schema: Value::Object(extended.clone()),
+        validator: OnceLock::new(),
+    };
+    // A debug build (every test) compiles it now, so that a bad extension still stops the
+    // registry at startup where it is written and tried.
+    if cfg!(debug_assertions)
+        && let Err(problem) = rules.validator()
+    {
+        return Err(unusable(problem.clone()));
+    }
     Ok(RegisteredTool {
         def,
-        tool: describe_tool(def, schema),
-        schema_rules,
+        tool: OnceLock::from(describe_tool(def, Arc::new(extended))),
+        schema_rules: Some(rules),
     })
 }
 
