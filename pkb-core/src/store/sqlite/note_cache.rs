@@ -5,8 +5,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use quick_cache::{OptionsBuilder, Weighter};
 use quick_cache::unsync::Cache;
+use quick_cache::{OptionsBuilder, Weighter};
 
 use super::change_watch::ChangeStamp;
 use crate::links::{Link, NoteWithLinks};

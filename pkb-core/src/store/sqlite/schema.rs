@@ -563,20 +563,10 @@ mod tests {
             if virtual_or_view {
                 out.push(squeeze(sql.as_deref().unwrap_or_default()));
             } else if !pragma.is_empty() {
-                let mut stmt = conn
-                    .prepare(&format!("SELECT * FROM pragma_{pragma}('{name}')"))
-                    .unwrap();
-                let columns = stmt.column_count();
-                let rows = stmt
-                    .query_map([], |r| {
-                        (0..columns)
-                            .map(|i| r.get::<_, rusqlite::types::Value>(i))
-                            .collect::<Result<Vec<_>, _>>()
-                    })
-                    .unwrap()
-                    .collect::<Result<Vec<_>, _>>()
-                    .unwrap();
-                out.push(format!("{rows:?}"));
+                out.push(rows(
+                    conn,
+                    &format!("SELECT * FROM pragma_{pragma}('{name}')"),
+                ));
             }
             if kind == "index"
                 && let Some(sql) = &sql
@@ -585,23 +575,26 @@ mod tests {
                 out.push(squeeze(sql.rsplit(')').next().unwrap_or_default()));
             }
             if kind == "table" && !virtual_or_view {
-                let mut stmt = conn
-                    .prepare(&format!("SELECT * FROM \"{name}\" ORDER BY 1"))
-                    .unwrap();
-                let columns = stmt.column_count();
-                let rows = stmt
-                    .query_map([], |r| {
-                        (0..columns)
-                            .map(|i| r.get::<_, rusqlite::types::Value>(i))
-                            .collect::<Result<Vec<_>, _>>()
-                    })
-                    .unwrap()
-                    .collect::<Result<Vec<_>, _>>()
-                    .unwrap();
-                out.push(format!("{rows:?}"));
+                out.push(rows(conn, &format!("SELECT * FROM \"{name}\" ORDER BY 1")));
             }
         }
         out
+    }
+
+    /// Every row `sql` returns, every column's value, as text.
+    fn rows(conn: &Connection, sql: &str) -> String {
+        let mut stmt = conn.prepare(sql).unwrap();
+        let columns = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| {
+                (0..columns)
+                    .map(|i| r.get::<_, rusqlite::types::Value>(i))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        format!("{rows:?}")
     }
 
     fn blank() -> Connection {
