@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use futures::FutureExt;
@@ -166,6 +167,8 @@ pub struct Catalog {
     tools: BTreeMap<&'static str, RegisteredTool>,
     resources: Vec<&'static ResourceDef>,
     prompts: BTreeMap<&'static str, &'static PromptDef>,
+    /// Whether [`Catalog::prepare_in_background`] has been asked.
+    preparing: AtomicBool,
 }
 
 impl Catalog {
@@ -174,6 +177,7 @@ impl Catalog {
             tools: BTreeMap::new(),
             resources: Vec::new(),
             prompts: BTreeMap::new(),
+            preparing: AtomicBool::new(false),
         };
         for declaration in declarations {
             // Whether its name was free among those of its kind.
@@ -201,6 +205,29 @@ impl Catalog {
         }
         registry.resources.sort_by_key(|r| r.uri);
         Ok(registry)
+    }
+
+    /// Makes what is otherwise made on first use (the tools' descriptions, the validators of
+    /// extended schemas) on tokio's blocking pool, once per process: the server asks when a
+    /// client has its initialize answer, so that neither the cold start nor the first
+    /// `tools/list` or `edit` waits for it.
+    pub fn prepare_in_background(self: &Arc<Self>) {
+        if self.preparing.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let catalog = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            for registered in catalog.tools.values() {
+                registered.tool();
+            }
+            for rules in catalog
+                .tools
+                .values()
+                .filter_map(|r| r.schema_rules.as_ref())
+            {
+                let _ = rules.validator();
+            }
+        });
     }
 
     /// The tools as MCP describes them, sorted by name.
