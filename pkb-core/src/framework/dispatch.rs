@@ -169,6 +169,9 @@ impl McpServer {
                 {
                     self.state.running.cancel(&id);
                 }
+                if method == "notifications/initialized" {
+                    self.shared_registry().prepare_in_background();
+                }
                 None
             }
             Incoming::Response { id, outcome } => {

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use futures::FutureExt;
 use rmcp::model::{
@@ -64,14 +65,37 @@ pub enum RegistryError {
 /// when `extend_schema` added rules the argument specs do not enforce themselves.
 struct RegisteredTool {
     def: &'static ToolDef,
-    tool: Tool,
+    /// Made on first use ([`RegisteredTool::tool`]), except for a tool with an extension.
+    tool: OnceLock<Tool>,
     schema_rules: Option<SchemaRules>,
 }
 
-/// A tool's whole input schema, compiled, for the rules its extension adds.
+impl RegisteredTool {
+    /// Its MCP description. Deriving the input and output schemas of every tool (schemars)
+    /// took about a tenth of a cold start, for descriptions only `tools/list` (and the
+    /// terminal's `tools`) read: they are made when first asked for.
+    fn tool(&self) -> &Tool {
+        self.tool
+            .get_or_init(|| describe_tool(self.def, input_schema(self.def.args)))
+    }
+}
+
+/// A tool's whole input schema, for the rules its extension adds; compiled on the tool's first
+/// call ([`SchemaRules::validator`]).
 struct SchemaRules {
-    validator: jsonschema::Validator,
     schema: Value,
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
+}
+
+impl SchemaRules {
+    /// Compiling checks the schema against the 2020-12 meta-schema first, and building that
+    /// meta-schema's own validator took about 1.5 ms, a third of a cold start: so it waits for
+    /// the first call that needs it, except in debug builds ([`register_tool`]).
+    fn validator(&self) -> &Result<jsonschema::Validator, String> {
+        self.validator.get_or_init(|| {
+            jsonschema::draft202012::new(&self.schema).map_err(|error| error.to_string())
+        })
+    }
 }
 
 /// The tools, resources and prompts a server serves, for an application whose state is `S`
@@ -143,6 +167,8 @@ pub struct Catalog {
     tools: BTreeMap<&'static str, RegisteredTool>,
     resources: Vec<&'static ResourceDef>,
     prompts: BTreeMap<&'static str, &'static PromptDef>,
+    /// Whether [`Catalog::prepare_in_background`] has been asked.
+    preparing: AtomicBool,
 }
 
 impl Catalog {
@@ -151,6 +177,7 @@ impl Catalog {
             tools: BTreeMap::new(),
             resources: Vec::new(),
             prompts: BTreeMap::new(),
+            preparing: AtomicBool::new(false),
         };
         for declaration in declarations {
             // Whether its name was free among those of its kind.
@@ -180,9 +207,37 @@ impl Catalog {
         Ok(registry)
     }
 
+    /// Makes what is otherwise made on first use (the tools' descriptions, the validators of
+    /// extended schemas) on tokio's blocking pool, once per process: the server asks when a
+    /// client has its initialize answer, so that neither the cold start nor the first
+    /// `tools/list` or `edit` waits for it.
+    pub fn prepare_in_background(self: &Arc<Self>) {
+        if self.preparing.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let catalog = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            for registered in catalog.tools.values() {
+                registered.tool();
+            }
+            for rules in catalog
+                .tools
+                .values()
+                .filter_map(|r| r.schema_rules.as_ref())
+            {
+                let _ = rules.validator();
+            }
+        });
+    }
+
     /// The tools as MCP describes them, sorted by name.
     pub fn tools(&self) -> impl Iterator<Item = &Tool> {
-        self.tools.values().map(|registered| &registered.tool)
+        self.tools.values().map(RegisteredTool::tool)
+    }
+
+    /// Whether it holds any tool (without describing one).
+    pub fn has_tools(&self) -> bool {
+        !self.tools.is_empty()
     }
 
     /// One tool's definition.
@@ -192,7 +247,7 @@ impl Catalog {
 
     /// One tool as MCP describes it.
     pub fn tool_description(&self, name: &str) -> Option<&Tool> {
-        self.tools.get(name).map(|registered| &registered.tool)
+        self.tools.get(name).map(RegisteredTool::tool)
     }
 
     /// Runs a tool. `None` when no tool has that name. A panic in the handler becomes an
@@ -205,15 +260,22 @@ impl Catalog {
     ) -> Option<ToolReply> {
         let registered = self.tools.get(name)?;
         let def = registered.def;
-        if let Some(rules) = &registered.schema_rules
-            && let Err(invalid) = schema_violations(
-                &rules.validator,
-                &rules.schema,
-                def.args,
-                arguments.as_ref(),
-            )
-        {
-            return Some(tool_invalid(invalid));
+        if let Some(rules) = &registered.schema_rules {
+            let validator = match rules.validator() {
+                Ok(validator) => validator,
+                Err(problem) => {
+                    tracing::error!(tool = def.name, %problem, "the tool's extended input schema does not compile");
+                    return Some(Ok(tool_error(format!(
+                        "internal error: the input schema of the `{}` tool is unusable",
+                        def.name
+                    ))));
+                }
+            };
+            if let Err(invalid) =
+                schema_violations(validator, &rules.schema, def.args, arguments.as_ref())
+            {
+                return Some(tool_invalid(invalid));
+            }
         }
         super::activity::CALLS.mark();
         let call = AssertUnwindSafe((def.call)(ctx, arguments)).catch_unwind();
@@ -369,21 +431,31 @@ fn register_tool(def: &'static ToolDef) -> Result<RegisteredTool, RegistryError>
         tool: def.name,
         problem,
     };
-    let derived = input_schema(def.args);
-    let (schema, schema_rules) = match def.extend_schema {
-        None => (derived, None),
-        Some(extension) => {
-            let extended = extend_schema(&derived, extension()).map_err(unusable)?;
-            let schema = Value::Object(extended.clone());
-            let validator = jsonschema::draft202012::new(&schema)
-                .map_err(|error| unusable(error.to_string()))?;
-            (Arc::new(extended), Some(SchemaRules { validator, schema }))
-        }
+    let Some(extension) = def.extend_schema else {
+        return Ok(RegisteredTool {
+            def,
+            tool: OnceLock::new(),
+            schema_rules: None,
+        });
     };
+    // An extension is merged now, so that one that does not fit stops the registry.
+    let derived = input_schema(def.args);
+    let extended = extend_schema(&derived, extension()).map_err(unusable)?;
+    let rules = SchemaRules {
+        schema: Value::Object(extended.clone()),
+        validator: OnceLock::new(),
+    };
+    // A debug build (every test) compiles it now, so that a bad extension still stops the
+    // registry at startup where it is written and tried.
+    if cfg!(debug_assertions)
+        && let Err(problem) = rules.validator()
+    {
+        return Err(unusable(problem.clone()));
+    }
     Ok(RegisteredTool {
         def,
-        tool: describe_tool(def, schema),
-        schema_rules,
+        tool: OnceLock::from(describe_tool(def, Arc::new(extended))),
+        schema_rules: Some(rules),
     })
 }
 

@@ -439,7 +439,7 @@ impl McpServer {
         let has_resources = self.has_resources();
         let has_prompts = registry.prompts().next().is_some();
         let mut capabilities = ServerCapabilities::default();
-        if registry.tools().next().is_some() {
+        if registry.has_tools() {
             capabilities.tools = Some(ToolsCapability::default());
         }
         if has_resources {
@@ -467,7 +467,7 @@ impl McpServer {
     }
 
     pub(crate) fn tools_list(&self) -> Result<ListToolsResult, ErrorData> {
-        offered(self.registry.tools().next().is_some(), "tools/list")?;
+        offered(self.registry.has_tools(), "tools/list")?;
         Ok(ListToolsResult::with_all_items(
             self.registry.tools().cloned().collect(),
         ))

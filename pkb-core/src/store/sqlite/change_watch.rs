@@ -103,6 +103,13 @@ impl WalIndexHeader {
     /// Opens a connection of its own to the file at `path` and finds its WAL index header;
     /// `None` when the file is not in WAL mode or its index is not in shared memory.
     fn open(path: &Path, busy_timeout: Duration) -> rusqlite::Result<Option<WalIndexHeader>> {
+        // The file's header tells its journal mode, as `PRAGMA journal_mode` would, without
+        // the reading and parsing of the whole schema that pragma makes a new connection do
+        // (a fifth of opening a store). Only a WAL file is opened: mapping the index of
+        // another would make a `-shm` file for it.
+        if !in_wal_mode(path) {
+            return Ok(None);
+        }
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -111,10 +118,6 @@ impl WalIndexHeader {
         // Folding the WAL into the file on close is the store's writer's decision (it waits
         // for the page check), never this connection's.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
-        let mode: String = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Ok(None);
-        }
         // A read of the database maps the WAL index's first region, which `header_of` finds.
         conn.query_row("PRAGMA schema_version", [], |row| row.get::<_, i64>(0))?;
         let words = header_of(&conn);
@@ -139,6 +142,17 @@ impl WalIndexHeader {
         let second = copy(HEADER_WORDS);
         (first == second).then_some(ChangeStamp(first))
     }
+}
+
+/// Whether the database file at `path` is in WAL mode: its header's read and write format
+/// versions (bytes 18 and 19) are 2, which SQLite writes when it switches a file to WAL and
+/// nothing else (<https://sqlite.org/fileformat.html#file_format_version_numbers>).
+fn in_wal_mode(path: &Path) -> bool {
+    use std::io::Read;
+    let mut header = [0u8; 20];
+    std::fs::File::open(path)
+        .and_then(|mut file| file.read_exact(&mut header))
+        .is_ok_and(|()| header[18] == 2 && header[19] == 2)
 }
 
 /// Where SQLite maps the WAL index header of `conn`'s main database, if it does.

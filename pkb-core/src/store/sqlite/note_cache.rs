@@ -5,8 +5,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use quick_cache::Weighter;
 use quick_cache::unsync::Cache;
+use quick_cache::{OptionsBuilder, Weighter};
 
 use super::change_watch::ChangeStamp;
 use crate::links::{Link, NoteWithLinks};
@@ -91,7 +91,19 @@ impl<T: Kept> NoteCache<T> {
         NoteCache {
             inner: Mutex::new(Entries {
                 read_at: None,
-                notes: Cache::with_weighter(2_000, CACHE_BYTES, EntryBytes),
+                notes: Cache::with_options(
+                    // An unsynchronised cache has one shard whatever it is told; naming the
+                    // count spares the default's look at the CPUs (cgroup files read at start).
+                    OptionsBuilder::new()
+                        .shards(1)
+                        .estimated_items_capacity(2_000)
+                        .weight_capacity(CACHE_BYTES)
+                        .build()
+                        .expect("the options are complete"),
+                    EntryBytes,
+                    Default::default(),
+                    Default::default(),
+                ),
             }),
         }
     }

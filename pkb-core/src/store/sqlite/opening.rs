@@ -66,9 +66,13 @@ impl SqliteBackend {
             FileState::Pkb(SCHEMA_VERSION)
                 if in_wal && options.damage_check == DamageCheck::InBackground =>
             {
-                let conn = open_reader(path).map_err(|e| open_error(Box::new(e)))?;
-                PageCheck::start(conn, path.display().to_string(), Arc::clone(&requests))
-                    .map_err(|e| open_error(Box::new(e)))?
+                let file = path.to_owned();
+                PageCheck::start(
+                    move || open_reader(&file),
+                    path.display().to_string(),
+                    Arc::clone(&requests),
+                )
+                .map_err(|e| open_error(Box::new(e)))?
             }
             // A migration writes to the file, so it waits for the check.
             FileState::Pkb(_) => match page_check::check(&conn, &AtomicBool::new(false)) {

@@ -49,7 +49,14 @@ pub(super) struct PageCheck {
     cancel: Arc<AtomicBool>,
     /// Start now rather than after [`START_DELAY`]: someone is waiting for the verdict.
     hurry: Arc<AtomicBool>,
-    running: Mutex<Option<(JoinHandle<()>, InterruptHandle)>>,
+    running: Mutex<Option<Running>>,
+}
+
+/// The thread of a check under way, and the handle that interrupts its connection once the
+/// thread has opened it.
+struct Running {
+    thread: JoinHandle<()>,
+    interrupt: Arc<Mutex<Option<InterruptHandle>>>,
 }
 
 impl Drop for PageCheck {
@@ -69,29 +76,47 @@ impl PageCheck {
         }
     }
 
-    /// Starts checking through `conn`, a read-only connection the check owns, once the store
-    /// is quiet: `requests` counts the store's reads and writes.
+    /// Starts checking, once the store is quiet, through a read-only connection of its own
+    /// that `open` makes when the check starts: opening one (its schema read and parsed) took
+    /// a tenth of a cold start, for a check that waits at least [`START_DELAY`] anyway.
+    /// `requests` counts the store's reads and writes.
     pub(super) fn start(
-        conn: Connection,
+        open: impl FnOnce() -> rusqlite::Result<Connection> + Send + 'static,
         label: String,
         requests: Arc<AtomicU64>,
     ) -> std::io::Result<Self> {
         let verdict = Arc::new(OnceLock::new());
         let cancel = Arc::new(AtomicBool::new(false));
         let hurry = Arc::new(AtomicBool::new(false));
-        let interrupt = conn.get_interrupt_handle();
+        let interrupt = Arc::new(Mutex::new(None));
         let thread = std::thread::Builder::new()
             .name("pkb-page-check".to_owned())
             .spawn({
                 let verdict = Arc::clone(&verdict);
                 let cancel = Arc::clone(&cancel);
                 let hurry = Arc::clone(&hurry);
+                let interrupt = Arc::clone(&interrupt);
                 move || {
                     yield_to_requests();
                     wait_to_start(&requests, &hurry, &cancel);
                     tracing::debug!(store = %label, "page check starting");
                     // A panic inside the check leaves the verdict open-ended otherwise.
                     let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let conn = match open() {
+                            Ok(conn) => conn,
+                            Err(error) if !cancel.load(Ordering::Relaxed) => {
+                                tracing::warn!(%error, "page check cannot open the store");
+                                return Verdict::Unfinished;
+                            }
+                            Err(_) => return Verdict::Cancelled,
+                        };
+                        // Published before `cancel` is looked at: `join` sets `cancel` before
+                        // it takes the handle, so either it interrupts this connection or the
+                        // check sees `cancel` and does not start.
+                        *crate::locks::lock(&interrupt) = Some(conn.get_interrupt_handle());
+                        if cancel.load(Ordering::Relaxed) {
+                            return Verdict::Cancelled;
+                        }
                         check(&conn, &cancel)
                     }))
                     .unwrap_or(Verdict::Unfinished);
@@ -112,7 +137,7 @@ impl PageCheck {
             verdict,
             cancel,
             hurry,
-            running: Mutex::new(Some((thread, interrupt))),
+            running: Mutex::new(Some(Running { thread, interrupt })),
         })
     }
 
@@ -135,10 +160,12 @@ impl PageCheck {
     fn join(&self, cancel: bool) {
         // Held until the thread has ended, so a second caller waits too.
         let mut running = crate::locks::lock(&self.running);
-        if let Some((thread, interrupt)) = running.take() {
+        if let Some(Running { thread, interrupt }) = running.take() {
             if cancel {
                 self.cancel.store(true, Ordering::Relaxed);
-                interrupt.interrupt();
+                if let Some(interrupt) = crate::locks::lock(&interrupt).as_ref() {
+                    interrupt.interrupt();
+                }
             } else {
                 self.hurry.store(true, Ordering::Relaxed);
             }
