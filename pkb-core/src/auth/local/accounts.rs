@@ -6,10 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex};
 
-use argon2::{Argon2, PasswordHasher, PasswordVerifier};
+use argon2::{Argon2, PasswordHasher};
 use serde::{Deserialize, Serialize};
 
 use super::grants::GrantFile;
+use super::password_checks::PasswordMemory;
 use crate::auth::data_file::{self, Watched, hex_sha256, valid_user_name};
 use crate::locks::lock;
 
@@ -282,8 +283,13 @@ impl AccountBook {
     }
 
     /// When `password` is the account `name`'s, the [`PasswordStamp`] of the password it
-    /// matched. Slow by design (argon2id): run it off the async threads.
-    pub fn check_password(&self, name: &str, password: &str) -> Option<PasswordStamp> {
+    /// matched, checked in `memory`. Slow by design (argon2id): run it off the async threads.
+    pub fn check_password(
+        &self,
+        name: &str,
+        password: &str,
+        memory: &mut PasswordMemory,
+    ) -> Option<PasswordStamp> {
         let stored = lock(&self.accounts)
             .current(true, load, Vec::new)
             .iter()
@@ -295,10 +301,7 @@ impl AccountBook {
             (None, Some(decoy)) => decoy.as_str(),
             (None, None) => return None,
         };
-        let matches = chars <= MAX_PASSWORD_CHARS
-            && Argon2::default()
-                .verify_password(password.as_bytes(), hash)
-                .is_ok();
+        let matches = chars <= MAX_PASSWORD_CHARS && memory.verify(password.as_bytes(), hash);
         stored
             .filter(|_| matches)
             .map(|hash| PasswordStamp(hex_sha256(&hash)))
@@ -371,26 +374,27 @@ mod tests {
         assert!(stored.contains("$argon2id$"), "{stored}");
         assert!(!stored.contains("correct horse"));
         let book = AccountBook::open(dir.path()).unwrap();
+        let memory = &mut PasswordMemory::default();
         let stamp = book
-            .check_password("alice", "correct horse battery")
+            .check_password("alice", "correct horse battery", memory)
             .unwrap();
         assert!(book.still_has("alice", &stamp));
         assert!(
-            book.check_password("alice", "correct horse battery!")
+            book.check_password("alice", "correct horse battery!", memory)
                 .is_none()
         );
         assert!(
-            book.check_password("nobody", "correct horse battery")
+            book.check_password("nobody", "correct horse battery", memory)
                 .is_none()
         );
         file.set_password("alice", "another long password").unwrap();
         assert!(!book.still_has("alice", &stamp), "the old password is gone");
         let stamp = book
-            .check_password("alice", "another long password")
+            .check_password("alice", "another long password", memory)
             .unwrap();
         file.delete("alice").unwrap();
         assert!(
-            book.check_password("alice", "another long password")
+            book.check_password("alice", "another long password", memory)
                 .is_none()
         );
         assert!(!book.still_has("alice", &stamp));

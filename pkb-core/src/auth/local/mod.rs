@@ -187,7 +187,9 @@ impl LocalAuthority {
         let name = account.to_owned();
         let signed_in = self
             .password_checks
-            .run(place, move || accounts.check_password(&name, &password))
+            .run(place, move |memory| {
+                accounts.check_password(&name, &password, memory)
+            })
             .await
             .flatten();
         let Some(stamp) = signed_in else {
