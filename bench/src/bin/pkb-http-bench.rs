@@ -8,8 +8,8 @@
 //! `TCP_NODELAY`) answering the same JSON-RPC from a map, as JSON. Against it, the release
 //! `pkb-server --http` (without authorization, with `--auth tokens`, and with `--auth oauth`
 //! against an issuer in this process, [`pkb_bench::issuer`]) is measured for
-//! tools/call latency on one session, throughput over concurrent sessions, and the memory of
-//! idle sessions. Every answer is checked. Figures are ratios to the floor of the same run;
+//! tools/call latency on one session, throughput over concurrent sessions, fetch and word
+//! search beside 16 sessions searching by meaning, and the memory of idle sessions. Every answer is checked. Figures are ratios to the floor of the same run;
 //! nothing here is a wall-clock assertion.
 
 use std::collections::HashMap;
@@ -38,6 +38,9 @@ usage: cargo run --release -p pkb-bench --bin pkb-http-bench -- [options]
   --server PATH    the server binary [default: pkb-server next to this binary]
   --no-build       do not run `cargo build --release -p pkb-server` first
 ";
+
+/// How many sessions search by meaning at once beside the one measured.
+const MEANING_LOAD: usize = 16;
 
 struct Config {
     calls: usize,
@@ -269,25 +272,46 @@ impl Session {
         Ok((headers, message))
     }
 
-    /// One checked fetch of `id`; its round trip.
-    async fn fetch(&mut self, id: &str) -> Result<Duration, String> {
+    /// One call of the tool `name`: its round trip and its structured answer.
+    async fn call(&mut self, name: &str, arguments: Value) -> Result<(Duration, Value), String> {
         self.next_id += 1;
         let started = Instant::now();
         let (_, answer) = self
             .post(
                 json!({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-                "params": {"name": "fetch", "arguments": {"id": id}}}),
+                "params": {"name": name, "arguments": arguments}}),
             )
             .await?;
         let took = started.elapsed();
-        let got = answer
+        match answer
             .as_ref()
-            .and_then(|a| a.pointer("/result/structuredContent/note/id"))
-            .and_then(Value::as_str);
-        if got != Some(id) {
-            return Err(format!("a wrong answer to fetch {id}: {answer:?}"));
+            .and_then(|a| a.pointer("/result/structuredContent"))
+        {
+            Some(content) => Ok((took, content.clone())),
+            None => Err(format!("a wrong answer to {name}: {answer:?}")),
+        }
+    }
+
+    /// One checked fetch of `id`; its round trip.
+    async fn fetch(&mut self, id: &str) -> Result<Duration, String> {
+        let (took, note) = self.call("fetch", json!({"id": id})).await?;
+        if note.pointer("/note/id").and_then(Value::as_str) != Some(id) {
+            return Err(format!("a wrong answer to fetch {id}: {note}"));
         }
         Ok(took)
+    }
+
+    /// One search of `query` in `mode` that finds something; its round trip.
+    async fn search(&mut self, query: &str, mode: &str) -> Result<Duration, String> {
+        let (took, found) = self
+            .call("search", json!({"query": query, "mode": mode}))
+            .await?;
+        match found.get("results").and_then(Value::as_array) {
+            Some(results) if !results.is_empty() => Ok(took),
+            _ => Err(format!(
+                "{mode} search for {query:?} found nothing: {found}"
+            )),
+        }
     }
 }
 
@@ -351,6 +375,55 @@ async fn throughput(server: &Listening, sessions: usize, seconds: u64) -> Result
         task.await.map_err(|e| e.to_string())??;
     }
     Ok(done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Fetch and word-search p50 (µs) on one session, `calls` of each, while `load` other
+/// sessions search by meaning one query after another (none when `load` is 0), and the
+/// searches by meaning answered per second meanwhile.
+async fn beside_meaning_searches(
+    server: &Listening,
+    load: usize,
+    calls: usize,
+) -> Result<([f64; 2], f64), String> {
+    let mut searching = Vec::with_capacity(load);
+    for _ in 0..load {
+        searching.push(Session::open(&server.origin, None, &json!({})).await?);
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for (k, mut session) in searching.into_iter().enumerate() {
+        let stop = Arc::clone(&stop);
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                // A new query each time: nothing the server keeps can answer it.
+                let query = format!("how do we ship release {k}.{n} after the tests pass");
+                session.search(&query, "meaning").await?;
+                n += 1;
+            }
+            Ok::<_, String>(n)
+        }));
+    }
+    let mut measured = Session::open(&server.origin, None, &json!({})).await?;
+    // The encoder is loaded and every searcher under way before anything is timed.
+    measured.search("ship a release", "meaning").await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (mut fetches, mut searches) = (Vec::new(), Vec::new());
+    let started = Instant::now();
+    for _ in 0..calls {
+        fetches.push(measured.fetch("deploy-checklist").await?.as_secs_f64() * 1e6);
+        searches.push(measured.search("deploy", "words").await?.as_secs_f64() * 1e6);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let took = started.elapsed().as_secs_f64();
+    let mut meaning = 0;
+    for task in tasks {
+        meaning += task.await.map_err(|e| e.to_string())??;
+    }
+    fetches.sort_by(f64::total_cmp);
+    searches.sort_by(f64::total_cmp);
+    let p50s = [percentile(&fetches, 0.5), percentile(&searches, 0.5)];
+    Ok((p50s, f64::from(meaning) / took))
 }
 
 /// The server's RSS growth, in KiB, once `count` sessions are open and idle.
@@ -521,6 +594,29 @@ async fn bench(config: &Config) -> Result<(), String> {
         format!("{:.1} MiB", pkb_rss / 1024.0),
         pkb_rss / 1024.0 <= 50.0,
     ));
+
+    // Issue 52, item 14: searches by meaning share the machine. Last, since the encoder
+    // they load would count in the idle sessions' memory.
+    let meaning_calls = (config.calls / 10).max(50);
+    let (idle, _) = beside_meaning_searches(&pkb, 0, meaning_calls).await?;
+    let (loaded, meaning_rate) = beside_meaning_searches(&pkb, MEANING_LOAD, meaning_calls).await?;
+    for (k, what) in ["fetch", "word search"].into_iter().enumerate() {
+        let ratio = loaded[k] / idle[k];
+        rows.push((
+            format!(
+                "{what} p50 beside {MEANING_LOAD} sessions searching by meaning \
+                 ({meaning_rate:.0} searches/s)"
+            ),
+            format!("{:.1} µs", loaded[k]),
+            format!("idle {:.1} µs", idle[k]),
+            format!("{ratio:.2}x"),
+        ));
+        targets.push((
+            format!("{what} p50 beside {MEANING_LOAD} meaning searchers <= 2x idle"),
+            format!("{ratio:.2}x"),
+            ratio <= 2.0,
+        ));
+    }
 
     let mut table = String::from("| measure | pkb | reference | ratio |\n|---|---|---|---|\n");
     for (what, a, b, ratio) in rows {
