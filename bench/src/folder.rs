@@ -1,7 +1,9 @@
 //! The folder phase (`--only folder`): a vault of 10,000 Markdown files as the store
 //! (`--vault`). Its first start and a restart with nothing changed; write, fetch and word
 //! search against the SQLite store holding the same notes (an import of the same files),
-//! alternately; and how long a change made to a file takes to reach search, over 100 changes.
+//! alternately; fetch of a note with 200 unresolved links, and writes with 1,000 files PKB
+//! refuses in the folder; and how long a change made to a file takes to reach search, over
+//! 100 changes.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -41,6 +43,84 @@ fn timed_search(peer: &mut Peer, args: &Value) -> Result<f64, Error> {
         return Err(format!("search {args} found nothing: {answer}"));
     }
     Ok(elapsed.as_secs_f64() * 1e6)
+}
+
+/// Links that no note answers, in the note of the unresolved-links run.
+const UNRESOLVED_LINKS: usize = 200;
+/// Files PKB refuses, in the refused-files run.
+const REFUSED_FILES: usize = 1_000;
+
+/// Issue 52, item 15: what unresolved links and refused files cost. Fetch of a note with
+/// [`UNRESOLVED_LINKS`] links to no note against one without links; then write p50 before and
+/// after [`REFUSED_FILES`] files that PKB refuses (front matter that is not YAML) are added to
+/// the folder.
+fn links_and_refused_files(
+    peer: &mut Peer,
+    folder: &Path,
+    corpus: &corpus::Corpus,
+    rng: &mut Rng,
+    calls: usize,
+    report: &mut Report,
+) -> Result<(), Error> {
+    eprintln!("pkb-bench: {SECTION}: a note with {UNRESOLVED_LINKS} unresolved links");
+    let mut catalog = Catalog::default();
+    let plain = corpus.note(rng, 8_100_000);
+    let mut linking = corpus.note(rng, 8_100_001);
+    linking.body = (0..UNRESOLVED_LINKS)
+        .map(|k| format!("[[No such page {k}]]"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    for note in [&plain, &linking] {
+        measure::timed(peer, &Call::write(note), &catalog)?;
+        catalog.push(note.clone());
+    }
+    let (mut with_links, mut without) = (Vec::new(), Vec::new());
+    for _ in 0..calls {
+        with_links.push(measure::timed(peer, &Call::fetch(&linking), &catalog)?);
+        without.push(measure::timed(peer, &Call::fetch(&plain), &catalog)?);
+    }
+    report.row(
+        SECTION,
+        &format!(
+            "fetch of a note with {UNRESOLVED_LINKS} unresolved links p50 / p99 \
+             (floor column: a note without links)"
+        ),
+        Unit::Micros,
+        p50_p99(with_links),
+        Some(p50_p99(without)),
+    );
+
+    eprintln!("pkb-bench: {SECTION}: writes before and after {REFUSED_FILES} refused files");
+    let mut writes = |first: usize| -> Result<Vec<f64>, Error> {
+        (0..calls)
+            .map(|k| {
+                let note = corpus.note(rng, first + k);
+                measure::timed(peer, &Call::write(&note), &catalog)
+            })
+            .collect()
+    };
+    let before = writes(8_200_000)?;
+    let refused = folder.join("refused");
+    std::fs::create_dir_all(&refused).map_err(|e| e.to_string())?;
+    for k in 0..REFUSED_FILES {
+        let text = format!("---\ntitle: [unclosed {k}\n---\nRefused for its front matter.\n");
+        std::fs::write(refused.join(format!("refused-{k}.md")), text).map_err(|e| e.to_string())?;
+    }
+    // Writes until the look has met them all: then each is refused and remembered.
+    std::thread::sleep(Duration::from_secs(2));
+    writes(8_300_000)?;
+    let after = writes(8_400_000)?;
+    report.row(
+        SECTION,
+        &format!(
+            "write p50 / p99 with {REFUSED_FILES} refused files in the folder \
+             (floor column: before they were added)"
+        ),
+        Unit::Micros,
+        p50_p99(after),
+        Some(p50_p99(before)),
+    );
+    Ok(())
 }
 
 /// Runs the phase on a fresh vault under `dir`.
@@ -122,6 +202,8 @@ pub fn run(
     key.folder_write_p50 = [rows[0].1, rows[0].2];
     key.folder_fetch_p50 = [rows[1].1, rows[1].2];
     key.folder_search_p50 = [rows[2].1, rows[2].2];
+
+    links_and_refused_files(&mut on_files, &folder, &corpus, &mut rng, calls, report)?;
 
     eprintln!("pkb-bench: {SECTION}: {OUTSIDE_CHANGES} changes to files until search finds them");
     let mut waits = Vec::new();
