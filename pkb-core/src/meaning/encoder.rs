@@ -1,5 +1,6 @@
-//! The bundled sentence encoder: pocket-encoder's paraphrase-MiniLM-L3-v2 (4-bit weights in the
-//! crate itself, 384 coordinates, unit vectors), loaded once per process when first asked for.
+//! The bundled sentence encoder: all-MiniLM-L6-v2 in PKB's copy of pocket-encoder (8-bit
+//! weights and a 4-bit word-piece table in the crate itself, 384 coordinates, unit vectors),
+//! loaded once per process when first asked for.
 
 #[cfg(feature = "meaning")]
 use std::sync::OnceLock;
@@ -24,7 +25,7 @@ pub fn model_id() -> &'static str {
     })
 }
 
-/// One unit vector per text, in order. Blocks for the encoder's work (about a millisecond a
+/// One unit vector per text, in order. Blocks for the encoder's work (tens of milliseconds a
 /// passage, and the loading of the weights at the first call): call it off the async runtime.
 #[cfg(feature = "meaning")]
 pub fn embed(texts: &[String]) -> Result<Vec<Vec<f32>>, MeaningError> {

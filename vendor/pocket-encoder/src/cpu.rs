@@ -1,4 +1,4 @@
-//! F32 execution of the bundled three-layer BERT, with GEMM's F32 kernels (those Candle
+//! F32 execution of the bundled BERT (as many layers as its config.json says), with GEMM's F32 kernels (those Candle
 //! uses), without compiling an FP16 backend. PKB's copy runs it on every target: within 2e-5
 //! of the released crate's Candle path in every coordinate (tests/candle.rs), 1.17x as fast
 //! a passage with its linear weights laid out as the products read them, and 1.4x again with
@@ -18,15 +18,17 @@ pub(crate) struct Model {
     /// The linear layers' weights transposed (`[input, output]`), the rest as bundled.
     weights: HashMap<String, Weight>,
     words: WordTable,
+    layers: usize,
 }
 
 impl Model {
     pub fn load() -> Result<Self, Error> {
         let config: serde_json::Value =
             serde_json::from_str(include_str!("../assets/config.json")).map_err(inference)?;
+        let layers = config["num_hidden_layers"].as_u64().unwrap_or(0) as usize;
         if config["hidden_size"] != HIDDEN
             || config["num_attention_heads"] != HEADS
-            || config["num_hidden_layers"] != 3
+            || !(1..=24).contains(&layers)
             || config["intermediate_size"] != INTERMEDIATE
             || config["hidden_act"] != "gelu"
             || config["layer_norm_eps"] != 1e-12
@@ -53,7 +55,11 @@ impl Model {
                 };
             }
         }
-        Ok(Self { weights, words })
+        Ok(Self {
+            weights,
+            words,
+            layers,
+        })
     }
 
     fn weight(&self, name: &str, shape: &[usize]) -> Result<&[f32], Error> {
@@ -131,7 +137,7 @@ impl Model {
             }
         }
         self.norm(&mut hidden, "embeddings.LayerNorm")?;
-        for layer in 0..3 {
+        for layer in 0..self.layers {
             let prefix = format!("encoder.layer.{layer}");
             let query = self.linear(
                 &hidden,

@@ -1,8 +1,9 @@
 //! Bundled sentence-transformer embeddings, offline, with native Rust CPU inference.
 //!
-//! PKB's copy of pocket-encoder 0.1.2 (README.md says what changed). This runs all three
-//! attention layers of MiniLM. The 4-bit **storage** format is dequantized to F32 at load,
-//! except the word-piece table, which is read a row at a time; inference is F32, not an
+//! PKB's copy of pocket-encoder 0.1.2 (README.md says what changed), bundling
+//! all-MiniLM-L6-v2 instead of paraphrase-MiniLM-L3-v2. This runs its six attention layers.
+//! The 8-bit (layers) and 4-bit (embeddings) **storage** formats are dequantized to F32 at
+//! load, except the word-piece table, which is read a row at a time; inference is F32, not an
 //! integer kernel. No model downloads, Python, ONNX shared library, cache or build script.
 //!
 //! ```no_run
@@ -46,7 +47,8 @@ pub fn model_info() -> ModelInfo {
     let value: serde_json::Value = serde_json::from_str(include_str!("../assets/provenance.json"))
         .expect("bundled provenance");
     ModelInfo {
-        id: "pocket-encoder/minilm-l3-q4-g32-v1".into(),
+        // A new id for a new model: stores whose vectors carry another re-embed every note.
+        id: "pocket-encoder/minilm-l6-q8-g32-v1".into(),
         revision: format!("sha256:{}", value["bundled_sha256"].as_str().unwrap()),
         upstream_model: value["upstream_model"].as_str().unwrap().into(),
         upstream_revision: value["upstream_revision"].as_str().unwrap().into(),

@@ -28,7 +28,7 @@ fn finite_unit_contextual_deterministic_and_bounds() -> Result<(), Box<dyn std::
     assert!(encoder.embed(&vec!["x".repeat(65536); 65]).is_err());
     assert_eq!(
         model_info().upstream_revision,
-        "4ca70771034acceecb2e72475f72050fcdde4ddc"
+        "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"
     );
     let prefix = "word ".repeat(200);
     assert_eq!(
@@ -51,9 +51,14 @@ fn bundled_bytes_match_fingerprint() {
     );
 }
 
+/// `reference.json` holds the vectors of the upstream F32 model (all-MiniLM-L6-v2 at the pinned
+/// revision, as sentence-transformers pools and normalizes them), computed by
+/// tools/reference.py, which shares no code with the encoder. The bundled weights' quantization
+/// moves them by little (0.996-0.999 in that script); wrong or mismatched weights, a layer
+/// left out or another model's would not come near (paraphrase-MiniLM-L3-v2's vectors of
+/// these texts are not).
 #[test]
-fn independent_pytorch_reference_bounds_quantization_drift()
--> Result<(), Box<dyn std::error::Error>> {
+fn upstream_f32_reference_bounds_quantization_drift() -> Result<(), Box<dyn std::error::Error>> {
     let reference: serde_json::Value = serde_json::from_str(include_str!("reference.json"))?;
     let texts = reference["texts"]
         .as_array()
@@ -72,9 +77,10 @@ fn independent_pytorch_reference_bounds_quantization_drift()
             .iter()
             .map(|v| v.as_f64().unwrap() as f32)
             .collect::<Vec<_>>();
+        let similarity = cosine(actual, &expected);
         assert!(
-            cosine(actual, &expected) > 0.95,
-            "quantization drift exceeded the measured reference bound"
+            similarity >= 0.99,
+            "cosine {similarity} with the upstream F32 model's vector: more quantization drift than measured"
         );
     }
     Ok(())
