@@ -323,6 +323,10 @@ const MAX_LIMIT: usize = 10_000;
 /// over 100 ms.
 const RANK_WINDOW: i64 = 1_000;
 
+/// How deep each ranking hybrid search fuses is: on BEIR SciFact, with each word a unit of the
+/// terms of its stem, rankings of 50 fused to nDCG@10 0.724 and of 10 to 0.715 (docs/search.md).
+const HYBRID_DEPTH: usize = 50;
+
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store").finish_non_exhaustive()
@@ -711,16 +715,15 @@ impl Store {
     }
 
     /// Word search and search by meaning fused (reciprocal rank fusion, k = 60), best first:
-    /// a note may match only some of the query's words here. Each ranking is as deep as the
-    /// results asked for, at least 10, as Elasticsearch's `rank_window_size` is by default: on
-    /// BEIR SciFact, rankings of 10 fused to nDCG@10 0.679, of 50 to 0.662 (docs/search.md).
+    /// a note may match only some of the query's words here. Each ranking is [`HYBRID_DEPTH`]
+    /// deep, or as deep as the results asked for.
     pub async fn search_hybrid(
         &self,
         query: &str,
         tags: &[String],
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
-        let depth = limit.max(10);
+        let depth = limit.max(HYBRID_DEPTH);
         let normalized = normalize_tags(tags);
         let (words, meaning) = futures::future::try_join(
             self.engine.search_any_words(query, &normalized, depth),

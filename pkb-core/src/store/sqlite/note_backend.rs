@@ -3,8 +3,8 @@
 
 use super::link_index;
 use super::opening::open_reader;
-use super::rows::{note_from_row, sorted_with_prefix, sql_limit, tags_from_json};
-use super::search::{in_snapshot, search_on};
+use super::rows::{note_from_row, sorted_with_prefix, sql_limit, tags_from_json, tags_to_json};
+use super::search::{fts5_search_within, in_snapshot, search_on};
 use super::writes::{delete_write, purge_write, put_dated_write, put_write};
 use super::*;
 use super::{vector_cache, vectors};
@@ -352,39 +352,22 @@ impl NoteBackend for SqliteBackend {
         }
         self.read(SEARCH_NOTES, |conn| {
             in_snapshot(conn, || {
-                let notes = StoreSize::read(conn)?.notes;
-                let Some(expr) = query::any_word_expression(query, |word| {
-                    terms::share_and_forms(conn, word, notes)
-                })?
-                else {
+                let size = StoreSize::read(conn)?;
+                let Some(terms) = search_planner::any_word_terms(conn, query, size)? else {
                     return Ok(Vec::new());
                 };
-                // FTS5's own BM25, the title weighed above the tags and the tags above the body.
-                let mut sql = String::from(
-                    "SELECT n.id, n.title, n.tags, bm25(notes_fts, 10.0, 5.0, 1.0) AS rank
-                 FROM notes_fts JOIN notes n ON n.seq = notes_fts.rowid
-                 WHERE notes_fts MATCH ?1",
-                );
-                for k in 0..tags.len() {
-                    sql.push_str(&format!(
-                        " AND n.seq IN (SELECT note FROM note_tags WHERE tag = ?{})",
-                        k + 3
-                    ));
-                }
-                sql.push_str(" ORDER BY rank LIMIT ?2");
-                let limit = sql_limit(limit);
-                let mut values: Vec<&dyn ToSql> = vec![&expr, &limit];
-                values.extend(tags.iter().map(|t| t as &dyn ToSql));
-                conn.prepare(&sql)?
-                    .query_map(values.as_slice(), |row| {
-                        Ok(SearchHit {
-                            id: row.get(0)?,
-                            title: row.get(1)?,
-                            tags: tags_from_json(row, 2)?,
-                            score: -row.get::<_, f64>(3)?,
-                        })
-                    })?
-                    .collect()
+                // Every match is ranked, not only the newest: a word ranking to fuse
+                // with the meaning ranking is best at its best notes, however old.
+                let wanted = tags_to_json(tags.iter().map(String::as_str));
+                fts5_search_within(
+                    conn,
+                    &terms.expr,
+                    Some(&terms),
+                    tags,
+                    &wanted,
+                    limit.min(MAX_LIMIT),
+                    i64::MAX,
+                )
             })
         })
     }

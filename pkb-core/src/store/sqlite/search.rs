@@ -119,6 +119,19 @@ pub(super) fn fts5_search(
     tags_json: &str,
     limit: usize,
 ) -> rusqlite::Result<Vec<SearchHit>> {
+    fts5_search_within(conn, expr, scoring, tags, tags_json, limit, RANK_WINDOW)
+}
+
+/// [`fts5_search`] over the `window` newest matches rather than [`RANK_WINDOW`].
+pub(super) fn fts5_search_within(
+    conn: &Connection,
+    expr: &str,
+    scoring: Option<&search_planner::Fts5Terms>,
+    tags: &[String],
+    tags_json: &str,
+    limit: usize,
+    window: i64,
+) -> rusqlite::Result<Vec<SearchHit>> {
     let hit = |row: &Row<'_>| {
         Ok(SearchHit {
             id: row.get(0)?,
@@ -130,7 +143,7 @@ pub(super) fn fts5_search(
     let tagged = !tags.is_empty();
     let wanted = i64::try_from(tags.len()).unwrap_or(i64::MAX);
     let limit = sql_limit(limit);
-    let mut args: Vec<&dyn ToSql> = vec![&expr, &limit, &RANK_WINDOW];
+    let mut args: Vec<&dyn ToSql> = vec![&expr, &limit, &window];
     if tagged || scoring.is_some() {
         // The scoring arguments are ?6 to ?8 with or without tags; without, ?4 and ?5 are
         // bound but unused.

@@ -17,7 +17,6 @@ use std::sync::Arc;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::fts5_tokenizer::for_each_term;
-use crate::store::query_words::Share;
 use crate::store::stemming::{stem, stem_if_other};
 
 /// Column weights of the ranking: title, tags, body.
@@ -360,13 +359,10 @@ pub(super) fn query_term(conn: &Connection, word: &str) -> rusqlite::Result<Opti
 /// A term of the vocabulary: its id, the term, and how many notes hold it.
 pub(super) type VocabularyTerm = (i64, String, i64);
 
-/// The terms of the same stem as `term` (its inflected forms, [`crate::store::stemming`])
-/// that do not start with it: those a query word matches besides the terms it starts. A term
+/// Every term of the vocabulary with the same stem as `term` (its inflected forms,
+/// [`crate::store::stemming`]), `term` itself among them when the vocabulary holds it. A term
 /// that is its own stem is stored without one, so the stem itself is looked up as a term too.
-pub(super) fn forms_beyond_prefix(
-    conn: &Connection,
-    term: &str,
-) -> rusqlite::Result<Vec<VocabularyTerm>> {
+pub(super) fn forms(conn: &Connection, term: &str) -> rusqlite::Result<Vec<VocabularyTerm>> {
     let stem = stem(term);
     let mut forms = conn.prepare_cached(
         "SELECT id, term, notes FROM search_terms WHERE stem = ?1
@@ -374,15 +370,20 @@ pub(super) fn forms_beyond_prefix(
          SELECT id, term, notes FROM search_terms WHERE term = ?1 AND stem IS NULL
          ORDER BY term",
     )?;
-    let rows = forms.query_map([&*stem], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-    let mut beyond = Vec::new();
-    for row in rows {
-        let form: VocabularyTerm = row?;
-        if !form.1.starts_with(term) {
-            beyond.push(form);
-        }
-    }
-    Ok(beyond)
+    forms
+        .query_map([&*stem], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect()
+}
+
+/// The [`forms`] of `term` that do not start with it: those a query word matches besides the
+/// terms it starts.
+pub(super) fn forms_beyond_prefix(
+    conn: &Connection,
+    term: &str,
+) -> rusqlite::Result<Vec<VocabularyTerm>> {
+    let mut forms = forms(conn, term)?;
+    forms.retain(|(_, form, _)| !form.starts_with(term));
+    Ok(forms)
 }
 
 /// The query word's inflected forms beyond its prefix ([`forms_beyond_prefix`]), as terms;
@@ -395,37 +396,6 @@ pub(super) fn query_forms(conn: &Connection, word: &str) -> rusqlite::Result<Vec
             .collect(),
         None => Vec::new(),
     })
-}
-
-/// How many of the store's `notes` hold one of the terms the query word starts or one of its
-/// inflected forms, and those forms beyond its prefix (as [`query_forms`]).
-pub(super) fn share_and_forms(
-    conn: &Connection,
-    word: &str,
-    notes: i64,
-) -> rusqlite::Result<(Share, Vec<String>)> {
-    let Some(term) = query_term(conn, word)? else {
-        // Several terms, searched as a phrase: taken as held by some notes.
-        return Ok((Share::Some, Vec::new()));
-    };
-    // Every term starting with `term` sorts at or after it and before it followed by the
-    // greatest character.
-    let end = format!("{term}{}", char::MAX);
-    let started: Option<i64> = conn
-        .prepare_cached("SELECT max(notes) FROM search_terms WHERE term >= ?1 AND term < ?2")?
-        .query_row(rusqlite::params![term, end], |r| r.get(0))?;
-    let forms = forms_beyond_prefix(conn, &term)?;
-    let most = forms
-        .iter()
-        .map(|(_, _, notes)| *notes)
-        .chain(started)
-        .max();
-    let share = match most {
-        None | Some(0) => Share::None,
-        Some(most) if most * 2 >= notes => Share::Half,
-        Some(_) => Share::Some,
-    };
-    Ok((share, forms.into_iter().map(|(_, form, _)| form).collect()))
 }
 
 /// Stems every term of the vocabulary again: for a store from before stems were kept.

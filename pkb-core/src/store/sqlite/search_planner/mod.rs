@@ -23,9 +23,11 @@
 //! A word FTS5 splits into several terms (`a—b`), or a prefix of more than [`MAX_EXPANSIONS`]
 //! terms, leaves the query to FTS5's prefix query.
 
+mod any_words;
 mod executors;
 mod scoring;
 
+pub(super) use self::any_words::any_word_terms;
 use self::executors::{
     ALL_TAGGED_SQL, CANDIDATES_SQL, CountLookup, RangeCounts, Ranking, TAGGED_SQL,
     look_up_in_batches, scan_newest,
