@@ -496,24 +496,35 @@ fn targets_unchecked(key: &Key) -> Vec<Target> {
         holds: Some(key.meaning_p99.iter().all(|p| *p <= 50_000.0)),
     });
     out.push(Target {
-        name: "every vector ready within 5 minutes, word search and writes within 1.2x meanwhile"
+        name: "every vector ready within 10 minutes, word search and writes within 1.2x meanwhile"
             .into(),
         measured: format!(
             "{:.0} s; word search {:.2}x, writes {:.2}x",
             key.meaning_ready_s, key.meaning_during[0], key.meaning_during[1]
         ),
-        holds: Some(key.meaning_ready_s <= 300.0 && key.meaning_during.iter().all(|r| *r <= 1.2)),
+        holds: Some(key.meaning_ready_s <= 600.0 && key.meaning_during.iter().all(|r| *r <= 1.2)),
     });
-    let [hybrid, words] = key.retrieval_ndcg;
+    let [words, meaning, hybrid] = key.retrieval_ndcg;
     out.push(Target {
-        name: "hybrid nDCG@10 above words' (small retrieval run)".into(),
-        measured: format!("{hybrid:.3} vs {words:.3}"),
-        holds: Some(hybrid > words),
+        name: format!(
+            "small retrieval run: hybrid nDCG@10 above words' and meaning's, none below its floor ({})",
+            retrieval::FLOORS.map(|floor| format!("{floor:.2}")).join(", ")
+        ),
+        measured: format!("words {words:.3}, meaning {meaning:.3}, hybrid {hybrid:.3}"),
+        holds: Some(
+            hybrid > words
+                && hybrid > meaning
+                && key
+                    .retrieval_ndcg
+                    .iter()
+                    .zip(retrieval::FLOORS)
+                    .all(|(ndcg, floor)| *ndcg >= floor),
+        ),
     });
     out.push(Target {
-        name: "peak RSS with the encoder loaded <= 150 MB".into(),
+        name: "peak RSS with the encoder loaded <= 250 MB".into(),
         measured: format!("{:.1} MB", key.meaning_rss_kib * 1024.0 / 1e6),
-        holds: Some(key.meaning_rss_kib * 1024.0 <= 150e6),
+        holds: Some(key.meaning_rss_kib * 1024.0 <= 250e6),
     });
     let [changes, diff] = key.web_p99;
     out.push(Target {

@@ -93,8 +93,8 @@ pub struct Key {
     pub folder_search_p50: [f64; 2],
     /// A change to a file until search finds it, p50 and p99 (µs).
     pub folder_outside: [f64; 2],
-    /// nDCG@10 of hybrid and of words in the small retrieval run.
-    pub retrieval_ndcg: [f64; 2],
+    /// nDCG@10 of words, meaning and hybrid in the small retrieval run.
+    pub retrieval_ndcg: [f64; 3],
     /// Server time p99 of the web page's Changes page and of a version's diff (µs).
     pub web_p99: [f64; 2],
     /// The largest page the web page phase was answered (bytes).
@@ -134,7 +134,7 @@ impl Default for Key {
             folder_fetch_p50: [f64::NAN; 2],
             folder_search_p50: [f64::NAN; 2],
             folder_outside: [f64::NAN; 2],
-            retrieval_ndcg: [f64::NAN; 2],
+            retrieval_ndcg: [f64::NAN; 3],
             web_p99: [f64::NAN; 2],
             web_page_bytes: f64::NAN,
         }
