@@ -6,8 +6,8 @@
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use http::StatusCode;
 use http::header::{HOST, ORIGIN};
+use http::{HeaderValue, StatusCode};
 
 /// The hosts and origins requests may name.
 #[derive(Debug, Clone)]
@@ -109,16 +109,36 @@ fn refusal(policy: &OriginPolicy, request: &Request) -> Option<Response> {
         .peekable();
     let named = hosts.peek().is_some();
     if !named || !hosts.all(|host| host.is_some_and(|host| policy.allows_host(host))) {
-        return Some((StatusCode::FORBIDDEN, "Forbidden: Host not allowed").into_response());
+        return Some(forbidden("Forbidden: Host not allowed"));
     }
     if !headers
         .get_all(ORIGIN)
         .iter()
         .all(|origin| origin.to_str().is_ok_and(|o| policy.allows_origin(o)))
     {
-        return Some((StatusCode::FORBIDDEN, "Forbidden: Origin not allowed").into_response());
+        return Some(forbidden("Forbidden: Origin not allowed"));
     }
     None
+}
+
+/// A 403 saying `why`, with the strictest headers: the same endpoint serves the web page and
+/// the sign-in pages, and a refusal must not be framed, sniffed, cached or run anything.
+fn forbidden(why: &'static str) -> Response {
+    let mut response = (StatusCode::FORBIDDEN, why).into_response();
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (
+            "content-security-policy",
+            "default-src 'none'; frame-ancestors 'none'",
+        ),
+        ("x-frame-options", "DENY"),
+        ("x-content-type-options", "nosniff"),
+        ("cache-control", "no-store"),
+        ("referrer-policy", "no-referrer"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
 }
 
 #[cfg(test)]
@@ -160,6 +180,25 @@ mod tests {
             !public.allows_host("localhost:8787"),
             "no loopback names off loopback"
         );
+    }
+
+    #[test]
+    fn a_refusal_carries_the_pages_strict_headers() {
+        let local = policy("http://127.0.0.1:8787", true);
+        let request = Request::builder()
+            .uri("/")
+            .header(HOST, "evil.example")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let refused = refusal(&local, &request).expect("refused");
+        assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+        let headers = refused.headers();
+        assert_eq!(
+            headers["content-security-policy"],
+            "default-src 'none'; frame-ancestors 'none'"
+        );
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+        assert_eq!(headers["cache-control"], "no-store");
     }
 
     #[test]
