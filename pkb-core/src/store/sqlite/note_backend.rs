@@ -4,7 +4,7 @@
 use super::link_index;
 use super::opening::open_reader;
 use super::rows::{note_from_row, sorted_with_prefix, sql_limit, tags_from_json, tags_to_json};
-use super::search::{fts5_search_within, in_snapshot, search_on};
+use super::search::{fts5_search, in_snapshot, search_on};
 use super::writes::{delete_write, purge_write, put_dated_write, put_write};
 use super::*;
 use super::{vector_cache, vectors};
@@ -359,7 +359,7 @@ impl NoteBackend for SqliteBackend {
                 // Every match is ranked, not only the newest: a word ranking to fuse
                 // with the meaning ranking is best at its best notes, however old.
                 let wanted = tags_to_json(tags.iter().map(String::as_str));
-                fts5_search_within(
+                fts5_search(
                     conn,
                     &terms.expr,
                     Some(&terms),

@@ -93,14 +93,22 @@ pub(super) fn search_on(
     Ok(
         match search_planner::search(conn, query, tags, &wanted, limit, size)? {
             search_planner::Plan::Ranked(hits) => hits,
-            search_planner::Plan::Fts5Terms(terms) => {
-                fts5_search(conn, &terms.expr, Some(&terms), tags, &wanted, limit)?
-            }
+            search_planner::Plan::Fts5Terms(terms) => fts5_search(
+                conn,
+                &terms.expr,
+                Some(&terms),
+                tags,
+                &wanted,
+                limit,
+                RANK_WINDOW,
+            )?,
             search_planner::Plan::Fts5Prefixes => {
                 let expr =
                     query::stemmed_match_expression(query, |word| terms::query_forms(conn, word))?;
                 match expr {
-                    Some(expr) => fts5_search(conn, &expr, None, tags, &wanted, limit)?,
+                    Some(expr) => {
+                        fts5_search(conn, &expr, None, tags, &wanted, limit, RANK_WINDOW)?
+                    }
                     None => Vec::new(),
                 }
             }
@@ -108,22 +116,11 @@ pub(super) fn search_on(
     )
 }
 
-/// Search ranked over the MATCH expression `expr`: the query's own prefix phrases (with their
-/// inflected forms) scored by FTS5's `bm25()`, or the exact terms [`search_planner::search`] expanded them to, scored by
-/// `pkb_rank` with the vocabulary's IDFs.
+/// Search ranked over the MATCH expression `expr` among its `window` newest matches
+/// ([`RANK_WINDOW`] for `words`, all of them for hybrid's word ranking): the query's own prefix
+/// phrases (with their inflected forms) scored by FTS5's `bm25()`, or the exact terms
+/// [`search_planner::search`] expanded them to, scored by `pkb_rank` with the vocabulary's IDFs.
 pub(super) fn fts5_search(
-    conn: &Connection,
-    expr: &str,
-    scoring: Option<&search_planner::Fts5Terms>,
-    tags: &[String],
-    tags_json: &str,
-    limit: usize,
-) -> rusqlite::Result<Vec<SearchHit>> {
-    fts5_search_within(conn, expr, scoring, tags, tags_json, limit, RANK_WINDOW)
-}
-
-/// [`fts5_search`] over the `window` newest matches rather than [`RANK_WINDOW`].
-pub(super) fn fts5_search_within(
     conn: &Connection,
     expr: &str,
     scoring: Option<&search_planner::Fts5Terms>,

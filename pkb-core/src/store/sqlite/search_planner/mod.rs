@@ -604,6 +604,7 @@ mod tests {
                     tags,
                     &wanted,
                     limit,
+                    RANK_WINDOW,
                 )?),
                 Plan::Fts5Prefixes => None,
             },
@@ -616,7 +617,7 @@ mod tests {
         let expr = query::stemmed_match_expression(q, |word| terms::query_forms(conn, word))
             .unwrap()
             .unwrap();
-        fts5_search(conn, &expr, None, tags, &wanted, 1000).unwrap()
+        fts5_search(conn, &expr, None, tags, &wanted, 1000, RANK_WINDOW).unwrap()
     }
 
     #[test]
