@@ -1,5 +1,5 @@
 //! The encoder's load time, memory and time a passage, on one thread (the products run on the
-//! calling thread only). `cargo run --release -p pocket-encoder --example speed [PASSAGES]`
+//! calling thread only). `cargo run --release -p pocket-encoder --example speed [PASSAGES [WORDS]]`
 //!
 //! Passages are 120 words drawn from a fixed English word list, so that the tokenizer cuts
 //! each at the encoder's 128 tokens: the cost of a full passage (the indexer's 80 words of
@@ -22,6 +22,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|n| n.parse())
         .transpose()?
         .unwrap_or(200);
+    // 120 words fill the 128 tokens; a query is a dozen.
+    let length: usize = std::env::args()
+        .nth(2)
+        .map(|n| n.parse())
+        .transpose()?
+        .unwrap_or(120);
     println!("before loading: RSS {}", status("VmRSS:"));
     let start = Instant::now();
     let encoder = pocket_encoder::Encoder::new()?;
@@ -41,7 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut seed = 7u64;
     let texts: Vec<String> = (0..passages)
         .map(|_| {
-            (0..120)
+            (0..length)
                 .map(|_| {
                     seed = seed
                         .wrapping_mul(6364136223846793005)
@@ -59,7 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let each = start.elapsed().as_secs_f64() * 1e3 / passages as f64;
     println!(
-        "{passages} passages of 128 tokens: {each:.2} ms each; peak RSS {}",
+        "{passages} passages of {length} words: {each:.2} ms each; peak RSS {}",
         status("VmHWM:")
     );
     Ok(())
