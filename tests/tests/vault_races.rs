@@ -178,6 +178,43 @@ async fn an_editor_saving_while_a_model_edits_every_100_ms_loses_nothing() {
     a_model_and_an_editor_change_one_note(Duration::from_millis(100)).await;
 }
 
+/// A person's editor read the note, a model's edit was written, and only then did the editor
+/// save what it had read plus its own line: its save is merged with the model's edit, not
+/// taken as the note, although the file's time says it was made after that edit.
+#[tokio::test]
+async fn a_save_made_on_the_text_before_a_models_edit_keeps_that_edit() {
+    let vault = tempfile::tempdir().unwrap();
+    let file = vault.path().join("plan.md");
+    std::fs::write(&file, "# Plan\n\nmodel line 0\nshared line\n").unwrap();
+    let client = open(vault.path()).await;
+    let read_by_the_editor = std::fs::read_to_string(&file).unwrap();
+    let edit = json!({"id": "plan", "replace": {"old": "model line 0", "new": "model line 1"}});
+    assert_ne!(call(&client, "edit", edit).await.is_error, Some(true));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let temporary = vault.path().join(".plan.md.swp");
+    std::fs::write(&temporary, format!("{read_by_the_editor}editor line\n")).unwrap();
+    std::fs::rename(&temporary, &file).unwrap();
+    let waited = Instant::now();
+    loop {
+        let note = structured(&call(&client, "fetch", json!({"id": "plan"})).await);
+        let body = note["note"]["body"].as_str().unwrap().to_owned();
+        if body.contains("editor line") {
+            assert_eq!(body, "model line 1\nshared line\neditor line");
+            break;
+        }
+        assert!(
+            waited.elapsed() < PATIENCE,
+            "the save never came in: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let on_disk = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        on_disk.contains("model line 1") && on_disk.contains("editor line"),
+        "{on_disk}"
+    );
+}
+
 #[tokio::test]
 async fn two_servers_on_one_vault_lose_no_answered_edit_and_take_in_none_of_each_other() {
     let vault = tempfile::tempdir().unwrap();

@@ -74,8 +74,12 @@ pub struct FileIndex {
     held: HashMap<String, VecDeque<(i64, u64)>>,
 }
 
-/// How many of a note's file versions [`FileIndex::base_version`] remembers.
+/// How many of a note's file versions [`FileIndex::versions_held_until`] remembers.
 const HELD_KEPT: usize = 64;
+
+/// How far a file's modification time may lag the moment it was written: Linux stamps files
+/// from a clock updated once a scheduler tick (1-10 ms).
+const CLOCK_TICK_NS: i64 = 20_000_000;
 
 /// The key a link's name and a file's name are compared by: the name without `.md`, as
 /// titles are compared.
@@ -273,19 +277,28 @@ impl FileIndex {
             .filter_map(|path| self.files.get_key_value(path))
     }
 
-    /// The version of note `id` its file held when a save made at `modified_ns` was made:
-    /// the one it most likely started from. A save stamped alike with a write of PKB's (a
-    /// file system whose clock ticks in milliseconds) is taken as made after it, so that a
-    /// person's quick rewrite is never merged back with what they removed. A save older than
-    /// everything known is given the oldest known version, which loses nothing when merged;
-    /// `None` when nothing is known.
-    pub fn base_version(&self, id: &str, modified_ns: i64) -> Option<u64> {
-        let held = self.held.get(id)?;
-        held.iter()
+    /// The versions of note `id` its file held up to a save made at `modified_ns`, newest
+    /// first and at most `most`: the ones that save may have started from (an editor read one
+    /// of them, maybe long before it saved). A file system's clock ticks coarsely, so a save
+    /// stamped a tick before a write of PKB's may still have read it: writes that close are
+    /// counted in. A save older than everything known is given the oldest known version,
+    /// which loses nothing when merged; none when nothing is known.
+    pub fn versions_held_until(&self, id: &str, modified_ns: i64, most: usize) -> Vec<u64> {
+        let Some(held) = self.held.get(id) else {
+            return Vec::new();
+        };
+        let until = modified_ns.saturating_add(CLOCK_TICK_NS);
+        let mut versions: Vec<u64> = held
+            .iter()
             .rev()
-            .find(|(since, _)| *since <= modified_ns)
-            .or_else(|| held.front())
+            .filter(|(since, _)| *since <= until)
             .map(|(_, version)| *version)
+            .take(most)
+            .collect();
+        if versions.is_empty() {
+            versions.extend(held.front().map(|(_, version)| *version));
+        }
+        versions
     }
 
     /// Remembers that the deleted note `id` was at `path`, where a restore brings it back.

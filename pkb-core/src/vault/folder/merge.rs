@@ -75,6 +75,31 @@ fn order(hunk: &Hunk<'_>) -> (usize, bool) {
     (hunk.start, hunk.end > hunk.start)
 }
 
+/// Which of `candidates` (versions and their texts, newest first) a person's save `theirs`
+/// most likely started from: the one it shares the most lines with, the newest of equals. A
+/// save made on a version PKB has since changed shares more lines with that version than with
+/// PKB's change, whatever the file's time says.
+pub fn closest_base(theirs: &str, candidates: &[(u64, &str)]) -> Option<u64> {
+    // Lines without their ends: a body's last line has none, and the same line with one
+    // added below it is still the same line.
+    let theirs: Vec<&str> = theirs.lines().collect();
+    let mut best: Option<(usize, u64)> = None;
+    for (version, text) in candidates {
+        let lines: Vec<&str> = text.lines().collect();
+        let shared: usize = capture_diff_slices(Algorithm::Myers, &lines, &theirs)
+            .iter()
+            .map(|op| match op {
+                DiffOp::Equal { len, .. } => *len,
+                _ => 0,
+            })
+            .sum();
+        if best.is_none_or(|(most, _)| shared > most) {
+            best = Some((shared, *version));
+        }
+    }
+    best.map(|(_, version)| version)
+}
+
 /// `ours` and `theirs`, two texts made from `base`, merged line by line.
 pub fn merge_lines(base: &str, ours: &str, theirs: &str) -> String {
     if ours == theirs || theirs == base {
@@ -156,7 +181,7 @@ fn with_line_end(mut lines: Vec<&str>) -> Vec<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::merge_lines;
+    use super::{closest_base, merge_lines};
 
     #[test]
     fn one_sided_changes_are_taken_as_made() {
@@ -204,6 +229,33 @@ mod tests {
         assert_eq!(merged, "a\nnew\nB\n");
         let merged = merge_lines("a\nb\n", "a\nB\n", "a\nnew\nb\n");
         assert_eq!(merged, "a\nnew\nB\n");
+    }
+
+    #[test]
+    fn a_save_started_from_an_older_version_is_merged_from_it() {
+        let v3 = "plan\nmodel line 3\neditor 1\n";
+        let v4 = "plan\nmodel line 4\neditor 1\n";
+        // Read before PKB wrote v4, saved after.
+        let stale = "plan\nmodel line 3\neditor 1\neditor 2\n";
+        assert_eq!(closest_base(stale, &[(4, v4), (3, v3)]), Some(3));
+        assert_eq!(
+            merge_lines(v3, v4, stale),
+            "plan\nmodel line 4\neditor 1\neditor 2\n"
+        );
+        // Read after: started from v4, nothing to merge.
+        let fresh = "plan\nmodel line 4\neditor 1\neditor 2\n";
+        assert_eq!(closest_base(fresh, &[(4, v4), (3, v3)]), Some(4));
+        // The body's last line has no line end until a line is added below it.
+        assert_eq!(
+            closest_base(
+                "model line 5\neditor 1",
+                &[(7, "model line 6"), (6, "model line 5")]
+            ),
+            Some(6)
+        );
+        // Alike: the newest.
+        assert_eq!(closest_base("other\n", &[(4, v4), (3, v3)]), Some(4));
+        assert_eq!(closest_base("x", &[]), None);
     }
 
     #[test]

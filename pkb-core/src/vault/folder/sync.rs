@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use super::beneath::{self, Displaced, Replacing};
 use super::file_index::{FileIndex, FileRecord, FileStamp, content_hash, stem_key};
-use super::merge::merge_lines;
+use super::merge::{closest_base, merge_lines};
 use super::meta::{self, Identity, Meta};
 use super::note_file::{changed_file_text, new_file_text};
 use super::turn::{Turn, TurnLock};
@@ -106,6 +106,10 @@ impl TakenIn {
 /// Notes of changed files saved in one transaction: a first start on a vault of thousands
 /// of files commits once per batch, not once per file.
 const TAKE_IN_BATCH: usize = 1000;
+
+/// How many of the versions a note's file held before a save are weighed as where the save
+/// started from: a person's editor rarely holds a text older than the last few writes.
+const BASES_WEIGHED: usize = 8;
 
 /// What a look at the files found.
 #[derive(Default)]
@@ -468,22 +472,35 @@ impl Folder {
     }
 
     /// The note a file's `draft` makes of note `current`: the draft itself, or, when the
-    /// note changed since the version the file's text started from (a save made while PKB
-    /// was writing a change of it), both changes merged so that neither is lost.
+    /// note changed since the version the file's text started from (a save made on a version
+    /// PKB has since changed), both changes merged so that neither is lost.
     async fn merged_with(
         &self,
         current: &Note,
         draft: NoteDraft,
         modified_ns: i64,
     ) -> Result<NoteDraft, StoreError> {
-        let base = lock(&self.index).base_version(&current.id, modified_ns);
-        let Some(base) = base.filter(|base| *base < current.version) else {
+        let held = lock(&self.index).versions_held_until(&current.id, modified_ns, BASES_WEIGHED);
+        let mut candidates = Vec::with_capacity(held.len());
+        for version in held {
+            if version >= current.version {
+                candidates.push(current.clone());
+            } else if let VersionLookup::Found(found) =
+                self.inner().version(&current.id, version).await?
+            {
+                candidates.push(found.note);
+            }
+        }
+        let texts: Vec<(u64, &str)> = candidates
+            .iter()
+            .map(|note| (note.version, note.body.as_str()))
+            .collect();
+        let Some(base) = closest_base(&draft.body, &texts)
+            .filter(|base| *base < current.version)
+            .and_then(|base| candidates.iter().find(|note| note.version == base))
+        else {
             return Ok(draft);
         };
-        let VersionLookup::Found(base) = self.inner().version(&current.id, base).await? else {
-            return Ok(draft);
-        };
-        let base = &base.note;
         let merged = NoteDraft {
             id: draft.id.clone(),
             title: if draft.title == base.title {
