@@ -69,9 +69,19 @@ pub struct FileIndex {
     /// Paths by their file name's key (without `.md`, as links name files), for links.
     paths_by_stem: HashMap<String, BTreeSet<String>>,
     trashed: HashMap<String, String>,
-    /// Since when each note's file held which version, oldest first: where a person's save
+    /// Since when each note's file held which version, and whether PKB wrote it there, oldest
+    /// first: where a person's save
     /// started from, by its modification time.
-    held: HashMap<String, VecDeque<(i64, u64)>>,
+    held: HashMap<String, VecDeque<Held>>,
+}
+
+/// A version a note's file held: since when, and whether PKB wrote it there (a model's change)
+/// or took it in from the file (a person's or another program's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Held {
+    since: i64,
+    version: u64,
+    written_by_pkb: bool,
 }
 
 /// How many of a note's file versions [`FileIndex::versions_held_until`] remembers.
@@ -185,18 +195,28 @@ impl FileIndex {
         self.paths_by_id = HashMap::new();
         self.paths_by_stem = HashMap::new();
         for (path, record) in files {
-            self.remember(&path, record);
+            self.remember(&path, record, false);
         }
         Ok(())
     }
 
     /// Puts `record` in the maps, in place of what `path` held.
-    fn remember(&mut self, path: &str, record: FileRecord) {
+    fn remember(&mut self, path: &str, record: FileRecord, written_by_pkb: bool) {
         let held = self.held.entry(record.id.clone()).or_default();
-        if held.back() != Some(&(record.stamp.modified_ns, record.version)) {
-            held.push_back((record.stamp.modified_ns, record.version));
-            if held.len() > HELD_KEPT {
-                held.pop_front();
+        match held.back_mut() {
+            // The same version, its file touched or written again: held since it first was.
+            Some(last) if last.version == record.version => {
+                last.written_by_pkb |= written_by_pkb;
+            }
+            _ => {
+                held.push_back(Held {
+                    since: record.stamp.modified_ns,
+                    version: record.version,
+                    written_by_pkb,
+                });
+                if held.len() > HELD_KEPT {
+                    held.pop_front();
+                }
             }
         }
         self.paths_by_stem
@@ -227,8 +247,22 @@ impl FileIndex {
         self.files.iter()
     }
 
-    /// Records the file at `path` as holding `record`.
+    /// Records the file at `path` as holding `record`, as taken in from the file.
     pub fn record(&mut self, path: &str, record: FileRecord) -> Result<(), StoreError> {
+        self.record_held(path, record, false)
+    }
+
+    /// Records the file at `path` as holding `record`, as PKB wrote it there.
+    pub fn record_written(&mut self, path: &str, record: FileRecord) -> Result<(), StoreError> {
+        self.record_held(path, record, true)
+    }
+
+    fn record_held(
+        &mut self,
+        path: &str,
+        record: FileRecord,
+        written_by_pkb: bool,
+    ) -> Result<(), StoreError> {
         self.connection
             .execute(
                 "INSERT OR REPLACE INTO files (path, id, size, modified_ns, hash, version)
@@ -243,7 +277,7 @@ impl FileIndex {
                 ],
             )
             .map_err(failed)?;
-        self.remember(path, record);
+        self.remember(path, record, written_by_pkb);
         Ok(())
     }
 
@@ -277,26 +311,31 @@ impl FileIndex {
             .filter_map(|path| self.files.get_key_value(path))
     }
 
-    /// The versions of note `id` its file held up to a save made at `modified_ns`, newest
-    /// first and at most `most`: the ones that save may have started from (an editor read one
-    /// of them, maybe long before it saved). A file system's clock ticks coarsely, so a save
-    /// stamped a tick before a write of PKB's may still have read it: writes that close are
-    /// counted in. A save older than everything known is given the oldest known version,
-    /// which loses nothing when merged; none when nothing is known.
+    /// The versions of note `id` a save made at `modified_ns` may have started from, newest
+    /// first and at most `most`: the one its file held then, and before it those PKB wrote
+    /// there, which an editor holding an older text may not have seen, back to the last one
+    /// that came from the file itself (whoever saved the file next had that one, or a later
+    /// one, before them: a `git checkout` back to an earlier text is a change, not a save of
+    /// a stale one). A file system's clock ticks coarsely, so a save stamped a tick before a
+    /// write of PKB's may still have read it: writes that close are counted in. A save older
+    /// than everything known is given the oldest known version, which loses nothing when
+    /// merged; none when nothing is known.
     pub fn versions_held_until(&self, id: &str, modified_ns: i64, most: usize) -> Vec<u64> {
         let Some(held) = self.held.get(id) else {
             return Vec::new();
         };
         let until = modified_ns.saturating_add(CLOCK_TICK_NS);
-        let mut versions: Vec<u64> = held
-            .iter()
-            .rev()
-            .filter(|(since, _)| *since <= until)
-            .map(|(_, version)| *version)
-            .take(most)
-            .collect();
+        let mut versions = Vec::new();
+        for entry in held.iter().rev().filter(|entry| entry.since <= until) {
+            if !versions.contains(&entry.version) {
+                versions.push(entry.version);
+            }
+            if !entry.written_by_pkb || versions.len() == most {
+                break;
+            }
+        }
         if versions.is_empty() {
-            versions.extend(held.front().map(|(_, version)| *version));
+            versions.extend(held.front().map(|entry| entry.version));
         }
         versions
     }
@@ -326,5 +365,48 @@ impl FileIndex {
             .map_err(failed)?;
         self.trashed.remove(id);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(version: u64, since: i64) -> FileRecord {
+        FileRecord {
+            id: "plan".into(),
+            stamp: FileStamp {
+                size: 1,
+                modified_ns: since,
+            },
+            hash: [0; 32],
+            version,
+        }
+    }
+
+    #[test]
+    fn a_save_may_start_from_pkbs_writes_back_to_the_last_text_taken_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = FileIndex::open(&dir.path().join("files.db")).unwrap();
+        const MS: i64 = 1_000_000;
+        index.record("plan.md", at(1, 1_000 * MS)).unwrap();
+        index.record("plan.md", at(2, 2_000 * MS)).unwrap();
+        index.record_written("plan.md", at(3, 3_000 * MS)).unwrap();
+        index.record_written("plan.md", at(4, 4_000 * MS)).unwrap();
+        // Touched, the same version: held since it was written.
+        index.record("plan.md", at(4, 4_500 * MS)).unwrap();
+        let until = |ns| index.versions_held_until("plan", ns, 8);
+        assert_eq!(
+            until(5_000 * MS),
+            [4, 3, 2],
+            "not past version 2, taken from the file"
+        );
+        assert_eq!(until(3_500 * MS), [3, 2]);
+        assert_eq!(until(2_500 * MS), [2]);
+        // A tick's lag of the file's clock: the write just after still counts.
+        assert_eq!(until(3_000 * MS - 5 * MS), [3, 2]);
+        assert_eq!(until(10), [1], "older than all: the oldest");
+        assert_eq!(index.versions_held_until("plan", 5_000 * MS, 2), [4, 3]);
+        assert!(index.versions_held_until("other", 5_000 * MS, 8).is_empty());
     }
 }

@@ -887,7 +887,7 @@ fn write_note_file(
         }
     };
     let mut index = lock(index);
-    index.record(
+    index.record_written(
         &path,
         FileRecord {
             id: note.id.clone(),
