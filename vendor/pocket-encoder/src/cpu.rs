@@ -203,7 +203,7 @@ impl Model {
         norm(&mut hidden, &self.embedding_norm);
         for layer in &self.layers {
             linear(&layer.qkv, &hidden, HIDDEN, &mut s.rows, &mut s.qkv);
-            s.context.clear();
+            // Every value is written (`read_dst` false): no need to zero those already there.
             s.context.resize(n * HIDDEN, 0.0);
             attention(&s.qkv, mask, &mut s.scores, &mut s.context);
             linear(
@@ -287,7 +287,6 @@ fn attention(qkv: &[f32], mask: &[u32], scores: &mut Vec<f32>, context: &mut [f3
     let n = mask.len();
     let stride = 3 * HIDDEN;
     assert!(qkv.len() == n * stride && context.len() == n * HIDDEN);
-    scores.clear();
     scores.resize(n * n, 0.0);
     let scale = 1.0 / (HEAD as f32).sqrt();
     for head in 0..HEADS {
@@ -386,8 +385,9 @@ fn lanes(values: &[f32], start: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
 )]
 fn exp(x: f32) -> f32 {
     let x = x.clamp(-87.0, 88.0);
-    // Round to nearest without a call (|x·log2 e| < 2^22).
-    let n = (x * std::f32::consts::LOG2_E + 12_582_912.0) - 12_582_912.0;
+    // Round to nearest without a call (|x·log2 e| < 2^22): `shifted`'s low bits are n.
+    let shifted = x * std::f32::consts::LOG2_E + 12_582_912.0;
+    let n = shifted - 12_582_912.0;
     let r = x - n * 0.693359375;
     let r = r - n * -2.12194440e-4;
     let mut p = 1.9875691500e-4f32;
@@ -397,7 +397,12 @@ fn exp(x: f32) -> f32 {
     p = p * r + 1.6666665459e-1;
     p = p * r + 5.0000001201e-1;
     let y = p * r * r + r + 1.0;
-    y * f32::from_bits(((n as i32 + 127) << 23) as u32)
+    // 2^n from n's bits, not `n as i32` (a saturating conversion, which does not vectorize).
+    let biased = shifted
+        .to_bits()
+        .wrapping_sub(12_582_912f32.to_bits())
+        .wrapping_add(127);
+    y * f32::from_bits(biased << 23)
 }
 
 /// erf for f32 as Eigen, XLA and TVM compute it: x·P(x²)/Q(x²), rational polynomials on

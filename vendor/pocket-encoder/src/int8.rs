@@ -75,7 +75,7 @@ impl Matrix {
         assert_eq!(rows.values.len(), count * self.inputs);
         assert_eq!(rows.scales.len(), count * self.inputs / GROUP);
         assert_eq!(bias.len(), self.outputs);
-        output.clear();
+        // Every value is written below: no need to zero those already there.
         output.resize(count * self.outputs, 0.0);
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
