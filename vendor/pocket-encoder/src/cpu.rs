@@ -1,8 +1,7 @@
-//! F32 execution of the bundled BERT (as many layers as its config.json says), with GEMM's F32 kernels (those Candle
-//! uses), without compiling an FP16 backend. PKB's copy runs it on every target: within 2e-5
-//! of the released crate's Candle path in every coordinate (tests/candle.rs), 1.17x as fast
-//! a passage with its linear weights laid out as the products read them, and 1.4x again with
-//! GELU's erf computed without a call.
+//! The bundled BERT (as many layers as its config.json says) on the CPU: the linear layers as
+//! 8-bit integer products (`int8`), attention's two products with GEMM's F32 kernels (those
+//! Candle uses), softmax, GELU and layer norms in F32, the whole pass compiled for AVX2 too and
+//! chosen at run time. README.md has the history and the figures.
 use crate::{
     Error, inference, int8,
     weights::{self, Weight, WordTable},

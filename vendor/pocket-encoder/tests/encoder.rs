@@ -81,9 +81,8 @@ fn upstream_f32_reference_bounds_quantization_drift() -> Result<(), Box<dyn std:
         let similarity = cosine(actual, &expected);
         min = min.min(similarity);
         total += similarity;
-        println!("{similarity:.5}");
         assert!(
-            similarity >= 0.0,
+            similarity >= 0.99,
             "cosine {similarity} with the upstream F32 model's vector: more quantization drift than measured"
         );
     }
