@@ -58,8 +58,17 @@ impl Bundle {
         Ok(weight)
     }
 
+    /// A tensor in F32 (an 8-bit one dequantized).
     fn take(&mut self, name: &str, shape: &[usize]) -> Result<Vec<f32>, Error> {
-        Ok(self.weight(name, shape)?.data)
+        let weight = self.weight(name, shape)?;
+        Ok(match weight.q8 {
+            Some((values, steps)) => values
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| v as i8 as f32 * steps[i / int8::GROUP])
+                .collect(),
+            None => weight.data,
+        })
     }
 
     fn norm(&mut self, name: &str) -> Result<Norm, Error> {

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 pub(crate) struct Weight {
     pub shape: Vec<usize>,
     pub data: Vec<f32>,
-    /// For an 8-bit matrix, its values as bundled (I8 bytes) and each group of 32's scale
-    /// (`data` is their product).
+    /// For an 8-bit matrix, its values as bundled (I8 bytes) and each group of 32's scale;
+    /// its `data` is then empty.
     pub q8: Option<(&'static [u8], Vec<f32>)>,
 }
 
@@ -96,14 +96,12 @@ pub(crate) fn load() -> Result<(HashMap<String, Weight>, WordTable), Error> {
             let steps: Vec<f32> = (0..count.div_ceil(32))
                 .map(|group| scale_at(scales, group))
                 .collect();
-            let data = (0..count)
-                .map(|i| values[i] as i8 as f32 * steps[i / 32])
-                .collect();
+            // Not expanded to F32: the products read the 8-bit values themselves.
             weights.insert(
                 name,
                 Weight {
                     shape,
-                    data,
+                    data: Vec::new(),
                     q8: Some((values, steps)),
                 },
             );
