@@ -171,7 +171,18 @@ impl Model {
         if n == 0 || n > 128 || types.len() != n || mask.len() != n {
             return Err(inference("invalid token dimensions"));
         }
-        let mut hidden = vec![0.0; n * HIDDEN];
+        let hidden = self.embedded(ids, types)?;
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is present (checked just above).
+            return Ok(unsafe { self.layers_avx2(hidden, mask) });
+        }
+        Ok(self.layers(hidden, mask))
+    }
+
+    /// The tokens' rows before the first layer norm.
+    fn embedded(&self, ids: &[u32], types: &[u32]) -> Result<Vec<f32>, Error> {
+        let mut hidden = vec![0.0; ids.len() * HIDDEN];
         for (i, ((&id, &kind), row)) in ids
             .iter()
             .zip(types)
@@ -189,12 +200,7 @@ impl Model {
                 *v = (*v + kind) + position;
             }
         }
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: AVX2 is present (checked just above).
-            return Ok(unsafe { self.layers_avx2(hidden, mask) });
-        }
-        Ok(self.layers(hidden, mask))
+        Ok(hidden)
     }
 
     /// The same code as [`Self::layers`], its loops compiled for 8 lanes.
@@ -452,6 +458,26 @@ mod tests {
         assert!(worst <= 5e-7, "erf differs from libm's by {worst}");
         assert!((erf(1e30) - 1.0).abs() <= 5e-7 && (erf(-1e30) + 1.0).abs() <= 5e-7);
         assert_eq!(erf(0.0), 0.0);
+    }
+
+    /// The pass compiled for AVX2 and the one compiled for the target's baseline give the same
+    /// bits (no operation is fused or reordered by the wider lanes), so that every CPU gives
+    /// the same vectors (int8's tests show the same of its two paths).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx2_pass_gives_the_same_bits_as_the_baseline_one() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let model = Model::load().unwrap();
+        // [CLS] the cat chased the dog [SEP]
+        let ids = [101, 1996, 4937, 6202, 1996, 3899, 102];
+        let hidden = model.embedded(&ids, &[0; 7]).unwrap();
+        let mask = [1; 7];
+        let baseline = model.layers(hidden.clone(), &mask);
+        // SAFETY: AVX2 is present (checked above).
+        let wide = unsafe { model.layers_avx2(hidden, &mask) };
+        assert_eq!(baseline, wide);
     }
 
     #[test]

@@ -328,7 +328,11 @@ mod tests {
             ((seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 4.0
         };
         let weight: Vec<f32> = (0..outputs * inputs).map(|_| next()).collect();
-        let input: Vec<f32> = (0..count * inputs).map(|_| next()).collect();
+        let mut input: Vec<f32> = (0..count * inputs).map(|_| next()).collect();
+        // A group of zeros (no scale) and one of a single value (its own step).
+        input[GROUP..2 * GROUP].fill(0.0);
+        input[2 * GROUP..3 * GROUP].fill(0.0);
+        input[2 * GROUP + 5] = -3.5;
         let bias: Vec<f32> = (0..outputs).map(|_| next()).collect();
         // Weights as the bundled ones are: 8-bit, a step for each 32.
         let mut values = Vec::new();
