@@ -5,9 +5,8 @@
     # the upstream F32 model, as sentence-transformers runs it (tests/reference.json):
     /tmp/venv/bin/python vendor/pocket-encoder/tools/reference.py \
         --weights DIR/all-MiniLM-L6-v2/model.safetensors --out vendor/pocket-encoder/tests/reference.json
-    # the bundled 4- and 8-bit weights, dequantized as src/weights.rs does, each linear layer's
-    # input quantized as src/int8.rs does (tests/bundled_vectors.json):
-    /tmp/venv/bin/python vendor/pocket-encoder/tools/reference.py --int8-activations \
+    # the bundled 4- and 8-bit weights, dequantized as src/weights.rs does (tests/bundled_vectors.json):
+    /tmp/venv/bin/python vendor/pocket-encoder/tools/reference.py \
         --weights vendor/pocket-encoder/assets/model.safetensors --out vendor/pocket-encoder/tests/bundled_vectors.json
 
 The forward pass is BertModel's (post-layer-norm, exact erf GELU, layer-norm epsilon from
@@ -67,18 +66,7 @@ def load_weights(path):
     return weights
 
 
-def quantize(x):
-    """A linear layer's input as the encoder's 8-bit products see it (src/int8.rs): each 32
-    consecutive values of a row rounded (to even) to steps of their largest magnitude / 127,
-    computed in F32 as the encoder computes them."""
-    groups = x.astype(np.float32).reshape(x.shape[0], -1, 32)
-    top = np.abs(groups).max(axis=-1, keepdims=True)
-    inverse = np.where(top > 0, np.float32(127) / np.where(top > 0, top, 1), np.float32(0))
-    steps = np.rint(groups * inverse.astype(np.float32))
-    return (steps.astype(np.float64) * (top / np.float32(127)).astype(np.float64)).reshape(x.shape)
-
-
-def embed(weights, config, ids, types, int8_activations=False):
+def embed(weights, config, ids, types):
     hidden = config["hidden_size"]
     heads = config["num_attention_heads"]
     eps = config["layer_norm_eps"]
@@ -92,8 +80,6 @@ def embed(weights, config, ids, types, int8_activations=False):
         return (x - mean) / np.sqrt(var + eps) * w(name + ".weight", hidden) + w(name + ".bias", hidden)
 
     def linear(x, name, outputs):
-        if int8_activations:
-            x = quantize(x)
         return x @ w(name + ".weight", outputs, x.shape[1]).T + w(name + ".bias", outputs)
 
     n = len(ids)
@@ -129,11 +115,6 @@ def main():
     parser.add_argument("--assets", default=str(HERE / "assets"), help="config.json and tokenizer.json")
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--out", required=True)
-    parser.add_argument(
-        "--int8-activations",
-        action="store_true",
-        help="quantize each linear layer's input as the encoder does (8-bit, groups of 32)",
-    )
     args = parser.parse_args()
     assets = pathlib.Path(args.assets)
     config = json.loads((assets / "config.json").read_text())
@@ -144,12 +125,11 @@ def main():
     vectors = []
     for text in TEXTS:
         encoded = tokenizer.encode(text)
-        vectors.append([float(v) for v in embed(weights, config, encoded.ids, encoded.type_ids, args.int8_activations)])
+        vectors.append([float(v) for v in embed(weights, config, encoded.ids, encoded.type_ids)])
     source = (
         f"tools/reference.py (numpy, f64) over {pathlib.Path(args.weights).name} "
         f"({'bundled 4- and 8-bit, dequantized' if any(k.endswith('.scales') for k in load_file(args.weights)) else 'upstream F32'}), "
         f"{config['num_hidden_layers']} layers, at most {args.max_tokens} tokens"
-        + (", each linear layer's input 8-bit in groups of 32" if args.int8_activations else "")
     )
     pathlib.Path(args.out).write_text(
         json.dumps({"source": source, "texts": TEXTS, "embeddings": vectors}, indent=1) + "\n"
