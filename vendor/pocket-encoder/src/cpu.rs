@@ -1,7 +1,8 @@
 //! The bundled BERT (as many layers as its config.json says) on the CPU: the linear layers as
-//! 8-bit integer products (`int8`), attention's two products with GEMM's F32 kernels (those
-//! Candle uses), softmax, GELU and layer norms in F32, the whole pass compiled for AVX2 too and
-//! chosen at run time. README.md has the history and the figures.
+//! integer products of their 8-bit weights and 16-bit inputs (`int8`), attention's two
+//! products with GEMM's F32 kernels (those Candle uses), softmax, GELU and layer norms in F32,
+//! the whole pass compiled for AVX2 too and chosen at run time. README.md has the history and
+//! the figures.
 use crate::{
     Error, inference, int8,
     weights::{self, Weight, WordTable},
