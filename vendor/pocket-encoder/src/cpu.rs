@@ -45,12 +45,16 @@ pub(crate) struct Model {
 }
 
 /// The bundled tensors not yet taken.
-struct Bundle(HashMap<String, Weight>);
+struct Bundle {
+    tensors: HashMap<String, Weight>,
+    /// F32 products for the linear layers (see `int8::Matrix::dense`).
+    dense: bool,
+}
 
 impl Bundle {
     fn weight(&mut self, name: &str, shape: &[usize]) -> Result<Weight, Error> {
         let weight = self
-            .0
+            .tensors
             .remove(name)
             .ok_or_else(|| inference("missing bundled weight"))?;
         if weight.shape != shape {
@@ -93,7 +97,7 @@ impl Bundle {
             bias.extend(self.take(&format!("{name}.bias"), &[outputs])?);
         }
         Ok(Linear {
-            matrix: int8::Matrix::new(&values, &steps, bias.len(), inputs),
+            matrix: int8::Matrix::new(&values, &steps, bias.len(), inputs, self.dense),
             bias,
         })
     }
@@ -112,6 +116,11 @@ struct Scratch {
 
 impl Model {
     pub fn load() -> Result<Self, Error> {
+        Self::load_with(!int8::fast())
+    }
+
+    /// With `dense`, F32 products for the linear layers rather than integer ones.
+    fn load_with(dense: bool) -> Result<Self, Error> {
         let config: serde_json::Value =
             serde_json::from_str(include_str!("../assets/config.json")).map_err(inference)?;
         let layers = config["num_hidden_layers"].as_u64().unwrap_or(0) as usize;
@@ -125,7 +134,10 @@ impl Model {
             return Err(inference("unsupported bundled MiniLM configuration"));
         }
         let (weights, words) = weights::load()?;
-        let mut bundle = Bundle(weights);
+        let mut bundle = Bundle {
+            tensors: weights,
+            dense,
+        };
         let positions = bundle.take("embeddings.position_embeddings.weight", &[512, HIDDEN])?;
         let token_types = bundle.take("embeddings.token_type_embeddings.weight", &[2, HIDDEN])?;
         let embedding_norm = bundle.norm("embeddings.LayerNorm")?;
@@ -217,14 +229,13 @@ impl Model {
         let mut s = Scratch::default();
         norm(&mut hidden, &self.embedding_norm);
         for layer in &self.layers {
-            linear(&layer.qkv, &hidden, HIDDEN, &mut s.rows, &mut s.qkv);
+            linear(&layer.qkv, &hidden, &mut s.rows, &mut s.qkv);
             // Every value is written (`read_dst` false): no need to zero those already there.
             s.context.resize(n * HIDDEN, 0.0);
             attention(&s.qkv, mask, &mut s.scores, &mut s.context);
             linear(
                 &layer.attention_output,
                 &s.context,
-                HIDDEN,
                 &mut s.rows,
                 &mut s.attention,
             );
@@ -235,20 +246,13 @@ impl Model {
             linear(
                 &layer.intermediate,
                 &s.attention,
-                HIDDEN,
                 &mut s.rows,
                 &mut s.intermediate,
             );
             for v in &mut s.intermediate {
                 *v = (erf(*v * std::f32::consts::FRAC_1_SQRT_2) + 1.0) * 0.5 * *v;
             }
-            linear(
-                &layer.output,
-                &s.intermediate,
-                INTERMEDIATE,
-                &mut s.rows,
-                &mut hidden,
-            );
+            linear(&layer.output, &s.intermediate, &mut s.rows, &mut hidden);
             for (h, a) in hidden.iter_mut().zip(&s.attention) {
                 *h += a;
             }
@@ -265,15 +269,8 @@ impl Model {
 }
 
 #[inline(always)]
-fn linear(
-    layer: &Linear,
-    input: &[f32],
-    width: usize,
-    rows: &mut int8::Rows,
-    output: &mut Vec<f32>,
-) {
-    rows.quantize(input, width);
-    layer.matrix.product(rows, &layer.bias, output);
+fn linear(layer: &Linear, input: &[f32], rows: &mut int8::Rows, output: &mut Vec<f32>) {
+    layer.matrix.apply(input, rows, &layer.bias, output);
 }
 
 #[inline(always)]
@@ -479,6 +476,35 @@ mod tests {
         // SAFETY: AVX2 is present (checked above).
         let wide = unsafe { model.layers_avx2(hidden, &mask) };
         assert_eq!(baseline, wide);
+    }
+
+    /// Where the integer products have no fast path, F32 ones run instead: the vectors agree.
+    #[test]
+    fn f32_products_give_the_same_vectors_within_rounding() {
+        let unit = |v: Vec<f32>| {
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            v.into_iter().map(|x| x / norm).collect::<Vec<_>>()
+        };
+        let ids = [101, 1996, 4937, 6202, 1996, 3899, 102];
+        let (types, mask) = ([0; 7], [1; 7]);
+        let integer = unit(
+            Model::load_with(false)
+                .unwrap()
+                .pooled(&ids, &types, &mask)
+                .unwrap(),
+        );
+        let dense = unit(
+            Model::load_with(true)
+                .unwrap()
+                .pooled(&ids, &types, &mask)
+                .unwrap(),
+        );
+        let worst = integer
+            .iter()
+            .zip(&dense)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst < 2e-4, "{worst}");
     }
 
     #[test]

@@ -24,6 +24,19 @@ pub(crate) struct Matrix {
     packed: Vec<i8>,
     /// For each block of 8 outputs, for each group of 32 inputs, the 8 outputs' steps.
     steps: Vec<f32>,
+    /// Where the integer products have no fast path (no AVX2, or not x86-64: ARM64's NEON
+    /// has none here), the weights dequantized, `[inputs, outputs]`, for GEMM's F32 kernels,
+    /// as before the integer products: one at a time, the integers were 9x as slow.
+    dense: Option<Vec<f32>>,
+}
+
+/// Whether this CPU has the integer products' fast path (else [`Matrix::new`] is asked for
+/// F32 weights).
+pub(crate) fn fast() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(not(target_arch = "x86_64"))]
+    return false;
 }
 
 /// Input rows rounded to 16 bits, each with its own scale.
@@ -36,12 +49,14 @@ pub(crate) struct Rows {
 impl Matrix {
     /// `values` are `[outputs, inputs]` I8 bytes as bundled, `steps` the scale of each 32 of
     /// them in that order; `outputs` is a multiple of 16, `inputs` of 32.
-    pub fn new(values: &[u8], steps: &[f32], outputs: usize, inputs: usize) -> Self {
+    /// With `dense`, the products are F32 ones (see [`Matrix::dense`]).
+    pub fn new(values: &[u8], steps: &[f32], outputs: usize, inputs: usize, dense: bool) -> Self {
         assert!(outputs.is_multiple_of(16) && inputs.is_multiple_of(GROUP));
         assert!(values.len() == outputs * inputs && steps.len() == values.len() / GROUP);
         let mut packed = Vec::with_capacity(values.len());
         let mut blocked = Vec::with_capacity(steps.len());
-        for block in 0..outputs / 8 {
+        // The integer products' weights, unless F32 ones will run.
+        for block in 0..if dense { 0 } else { outputs / 8 } {
             for pair in 0..inputs / 2 {
                 for output in block * 8..block * 8 + 8 {
                     let start = output * inputs + pair * 2;
@@ -54,11 +69,63 @@ impl Matrix {
                 }
             }
         }
+        let dense = dense.then(|| {
+            let mut transposed = vec![0.0; values.len()];
+            for (i, &v) in values.iter().enumerate() {
+                let (output, input) = (i / inputs, i % inputs);
+                transposed[input * outputs + output] = v as i8 as f32 * steps[i / GROUP];
+            }
+            transposed
+        });
         Self {
             inputs,
             outputs,
             packed,
             steps: blocked,
+            dense,
+        }
+    }
+
+    /// `output[r] = input[r] · weightᵀ + bias`, for `input`'s rows of `inputs` values: integer
+    /// products (the rows rounded into `rows`), or F32 ones where those have no fast path.
+    pub fn apply(&self, input: &[f32], rows: &mut Rows, bias: &[f32], output: &mut Vec<f32>) {
+        let Some(dense) = &self.dense else {
+            rows.quantize(input, self.inputs);
+            return self.product(rows, bias, output);
+        };
+        let count = input.len() / self.inputs;
+        assert!(input.len() == count * self.inputs && bias.len() == self.outputs);
+        output.resize(count * self.outputs, 0.0);
+        // SAFETY: contiguous row-major F32 slices of the lengths checked above (input
+        // `count x inputs`, weights `inputs x outputs`, output `count x outputs`); the output
+        // aliases neither input.
+        unsafe {
+            gemm::gemm(
+                count,
+                self.outputs,
+                self.inputs,
+                output.as_mut_ptr(),
+                1,
+                self.outputs as isize,
+                false,
+                input.as_ptr(),
+                1,
+                self.inputs as isize,
+                dense.as_ptr(),
+                1,
+                self.outputs as isize,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+        }
+        for row in output.chunks_exact_mut(self.outputs) {
+            for (value, bias) in row.iter_mut().zip(bias) {
+                *value += bias;
+            }
         }
     }
 
@@ -326,7 +393,7 @@ mod tests {
             .enumerate()
             .map(|(i, &v)| v as i8 as f32 * steps[i / GROUP])
             .collect();
-        let matrix = Matrix::new(&values, &steps, outputs, inputs);
+        let matrix = Matrix::new(&values, &steps, outputs, inputs, false);
         let mut rows = Rows::default();
         rows.quantize(&input, inputs);
         let mut portable = Rows::default();
@@ -339,6 +406,13 @@ mod tests {
         let mut slow = vec![0.0; count * outputs];
         matrix.portable(&rows, &bias, &mut slow);
         assert_eq!(fast, slow);
+        // F32 products where the integer ones have no fast path: the same within rounding.
+        let dense = Matrix::new(&values, &steps, outputs, inputs, true);
+        let mut floats = Vec::new();
+        dense.apply(&input, &mut Rows::default(), &bias, &mut floats);
+        for (a, b) in floats.iter().zip(&slow) {
+            assert!((a - b).abs() <= 1e-3, "{a} {b}");
+        }
         // And close to the F32 product: within 1e-4 of the sum of the terms' magnitudes.
         for r in 0..count {
             for o in 0..outputs {
