@@ -3,8 +3,8 @@
 //! PKB's copy of pocket-encoder 0.1.2 (README.md says what changed), bundling
 //! all-MiniLM-L6-v2 instead of paraphrase-MiniLM-L3-v2. This runs its six attention layers.
 //! The linear layers keep their bundled 8-bit weights and multiply them with their inputs
-//! rounded to 16 bits, in exact integer sums (`src/int8.rs`, AVX2 where the CPU has it);
-//! attention, GELU and layer norms are F32. The 4-bit word-piece table is read a
+//! rounded to 16 bits, in exact integer sums (`src/int8.rs`) where the CPU has AVX2, F32
+//! products elsewhere; attention, GELU and layer norms are F32. The 4-bit word-piece table is read a
 //! row at a time. No model downloads, Python, ONNX shared library, cache or build script.
 //!
 //! ```no_run
