@@ -4,6 +4,9 @@ use std::collections::HashMap;
 pub(crate) struct Weight {
     pub shape: Vec<usize>,
     pub data: Vec<f32>,
+    /// For an 8-bit matrix, its values as bundled (I8 bytes) and each group of 32's scale;
+    /// its `data` is then empty.
+    pub q8: Option<(&'static [u8], Vec<f32>)>,
 }
 
 /// The word-piece embedding table (30,522 rows), left in its bundled 4-bit form and read a row
@@ -64,7 +67,14 @@ pub(crate) fn load() -> Result<(HashMap<String, Weight>, WordTable), Error> {
             if data.len() != count {
                 return Err(inference("invalid bundled tensor length"));
             }
-            weights.insert(name, Weight { shape, data });
+            weights.insert(
+                name,
+                Weight {
+                    shape,
+                    data,
+                    q8: None,
+                },
+            );
             continue;
         }
         let scales = file
@@ -82,10 +92,19 @@ pub(crate) fn load() -> Result<(HashMap<String, Weight>, WordTable), Error> {
             if bytes.len() < count {
                 return Err(inference("invalid bundled quantized tensor length"));
             }
-            let data = (0..count)
-                .map(|i| bytes[i] as i8 as f32 * scale_at(scales, i / 32))
+            let values = &bytes[..count];
+            let steps: Vec<f32> = (0..count.div_ceil(32))
+                .map(|group| scale_at(scales, group))
                 .collect();
-            weights.insert(name, Weight { shape, data });
+            // Not expanded to F32: the products read the 8-bit values themselves.
+            weights.insert(
+                name,
+                Weight {
+                    shape,
+                    data: Vec::new(),
+                    q8: Some((values, steps)),
+                },
+            );
             continue;
         }
         let packed = file
@@ -110,7 +129,14 @@ pub(crate) fn load() -> Result<(HashMap<String, Weight>, WordTable), Error> {
                 (nibble as i16 - 8) as f32 * scale_at(scales, i / 32)
             })
             .collect();
-        weights.insert(name, Weight { shape, data });
+        weights.insert(
+            name,
+            Weight {
+                shape,
+                data,
+                q8: None,
+            },
+        );
     }
     let words = words.ok_or_else(|| inference("missing bundled weight"))?;
     Ok((weights, words))
