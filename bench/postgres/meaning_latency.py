@@ -25,7 +25,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "retrieval"))
 from beir_eval import PROTOCOL, McpClient  # noqa: E402
 
-MODEL = ("pocket-encoder/minilm-l6-q8-g32-v1@sha256:"
+MODEL = ("pocket-encoder/minilm-l6-q8-g32-a16-v2@sha256:"
          "0d5b6866bac6fb9c63e8d265b081f4b8662b6d06323e50479d6fdad1ccf2d715")
 NOTES = 10_000
 
