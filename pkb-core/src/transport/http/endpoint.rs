@@ -36,7 +36,7 @@ use super::in_flight::held_until_sent;
 use super::session::HttpSession;
 use crate::McpServer;
 use crate::framework::access::Principal;
-use crate::framework::client_link::{ClientLink, encode};
+use crate::framework::client_link::{ClientLink, Outbox, Outgoing, encode};
 use crate::framework::incoming::{Incoming, Unreadable};
 
 /// What serves `/mcp` behind the gate.
@@ -327,7 +327,7 @@ impl Endpoint {
             answer = &mut answering => Err(answer),
             sent = outgoing.recv() => Ok(sent),
         };
-        let first = match first {
+        let (first, answering) = match first {
             Err(answer) if link.unwritten() == 0 => {
                 let Some(answer) = answer else {
                     return finished_stream(Vec::new(), self.stop.clone());
@@ -337,59 +337,17 @@ impl Endpoint {
                 }
                 return finished_stream(vec![events::event(&answer, None)], self.stop.clone());
             }
-            Err(answer) => {
-                // What the handler sent is still on its way: the answer follows it.
-                let (sender, messages) = mpsc::channel(16);
-                let task = tokio::spawn(async move {
-                    while let Ok(sent) = outgoing.try_recv() {
-                        link.written();
-                        if sender.send(Box::new(sent.message)).await.is_err() {
-                            return;
-                        }
-                    }
-                    if let Some(answer) = answer {
-                        let _ = sender.send(Box::new(answer)).await;
-                    }
-                });
-                let response = events::stream(
-                    Vec::new(),
-                    Some(messages),
-                    EventIds::None,
-                    self.stop.clone(),
-                );
-                return held_until_sent(response, AbortOnDrop(task.abort_handle()));
-            }
-            Ok(first) => first,
+            // What the handler sent is still on its way: the answer follows it.
+            Err(answer) => (
+                None,
+                futures::future::Either::Left(std::future::ready(answer)),
+            ),
+            Ok(first) => (first, futures::future::Either::Right(answering)),
         };
         let (sender, messages) = mpsc::channel(16);
-        let task = tokio::spawn(async move {
-            let mut sent = first;
-            let answer = loop {
-                match sent {
-                    Some(next) => {
-                        link.written();
-                        if sender.send(Box::new(next.message)).await.is_err() {
-                            return;
-                        }
-                    }
-                    None => break None,
-                }
-                sent = tokio::select! {
-                    biased;
-                    next = outgoing.recv() => next,
-                    answer = &mut answering => break answer,
-                };
-            };
-            while let Ok(next) = outgoing.try_recv() {
-                link.written();
-                if sender.send(Box::new(next.message)).await.is_err() {
-                    return;
-                }
-            }
-            if let Some(answer) = answer {
-                let _ = sender.send(Box::new(answer)).await;
-            }
-        });
+        let task = tokio::spawn(forward_until_answered(
+            link, outgoing, first, answering, sender,
+        ));
         let response = events::stream(
             Vec::new(),
             Some(messages),
@@ -665,5 +623,44 @@ async fn answer_later(
             let _ = session.link().send(answer, Some(id)).await;
         }
         None => session.close_request_stream(&id, number),
+    }
+}
+
+/// Carries a stateless request's messages to its response: `first` (already taken from
+/// `outgoing`), then what its handler sends, in order, until it answers; then what is still on
+/// its way, and the answer last.
+async fn forward_until_answered(
+    link: ClientLink,
+    mut outgoing: Outbox,
+    first: Option<Box<Outgoing>>,
+    answering: impl Future<Output = Option<ServerJsonRpcMessage>>,
+    sender: mpsc::Sender<Box<ServerJsonRpcMessage>>,
+) {
+    let mut answering = std::pin::pin!(answering);
+    let mut sent = first;
+    let answer = loop {
+        if let Some(next) = sent.take() {
+            link.written();
+            if sender.send(Box::new(next.message)).await.is_err() {
+                return;
+            }
+        }
+        sent = tokio::select! {
+            biased;
+            next = outgoing.recv() => match next {
+                Some(next) => Some(next),
+                None => break None,
+            },
+            answer = &mut answering => break answer,
+        };
+    };
+    while let Ok(next) = outgoing.try_recv() {
+        link.written();
+        if sender.send(Box::new(next.message)).await.is_err() {
+            return;
+        }
+    }
+    if let Some(answer) = answer {
+        let _ = sender.send(Box::new(answer)).await;
     }
 }
