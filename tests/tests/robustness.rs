@@ -465,3 +465,110 @@ fn answers_a_client_does_not_read_do_not_pile_up_in_memory() {
         "peak RSS {peak_kib} KiB while {held_up_at} calls were written and none read"
     );
 }
+
+/// A client that closes its input while the server waits on it (a sampling request it never
+/// answered): the request gives up at once, the call is answered, and the server exits,
+/// instead of waiting out the end of input's grace for requests still at work (5 s). A
+/// `subscriptions/listen` stream, which only the client could cancel, ends the same way.
+#[test]
+fn the_end_of_input_gives_up_what_waits_on_the_client() {
+    let mut child = spawn_server(&["--memory"]);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut next = || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap_or(Value::Null)
+    };
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
+        "clientInfo": {"name": "leaving", "version": "0"}}})
+    )
+    .unwrap();
+    assert!(next().get("result").is_some());
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        tool_call(1, "summarize", json!({"id": "deploy-checklist"}))
+    )
+    .unwrap();
+    // The server's sampling request, which this client never answers.
+    let asked = next();
+    assert_eq!(asked["method"], "sampling/createMessage", "{asked}");
+    let closed = std::time::Instant::now();
+    drop(stdin);
+    let answer = next();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert!(
+        answer["result"]["isError"] == true || answer.get("error").is_some(),
+        "the call is answered as failed: {answer}"
+    );
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    // A behaviour, not a speed: before, the exit came only after the 5 s grace.
+    assert!(
+        closed.elapsed() < Duration::from_secs(4),
+        "exited {:?} after the input closed",
+        closed.elapsed()
+    );
+}
+
+/// A change of the store (here a file saved into the vault) between the client's `initialize`
+/// and its `notifications/initialized` reaches it after that notification, never before the
+/// `initialize` answer or in between.
+#[test]
+fn no_change_notification_comes_before_the_client_is_initialized() {
+    let vault = tempfile::tempdir().unwrap();
+    std::fs::write(vault.path().join("first.md"), "# First\n\ntext\n").unwrap();
+    let mut child = spawn_server(&["--vault", vault.path().to_str().unwrap()]);
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (sender, lines) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in stdout.lines() {
+            let Ok(line) = line else { break };
+            if sender.send(serde_json::from_str(&line).unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "slow to initialize", "version": "0"}}})
+    )
+    .unwrap();
+    let first = lines.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!(first["id"], 0, "the initialize answer comes first: {first}");
+    std::fs::write(
+        vault.path().join("second.md"),
+        "# Second\n\nsaved meanwhile\n",
+    )
+    .unwrap();
+    // The save is taken in within a fraction of this; its notification waits.
+    if let Ok(early) = lines.recv_timeout(Duration::from_secs(2)) {
+        panic!("sent before notifications/initialized: {early}");
+    }
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    let next = lines.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!(
+        next["method"], "notifications/resources/list_changed",
+        "{next}"
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}

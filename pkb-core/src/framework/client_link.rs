@@ -19,6 +19,7 @@ use rmcp::model::{
     NumberOrString, RequestId, ServerJsonRpcMessage, ServerNotification, ServerRequest,
 };
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use crate::locks::lock;
 
@@ -122,6 +123,8 @@ struct LinkInner {
     /// The requests sent to the client and not yet answered, by the id they were sent with.
     waiting: Mutex<HashMap<RequestId, Waiting>>,
     next_id: AtomicI64,
+    /// Cancelled once the client's input has ended: it can answer nothing any more.
+    input_ended: CancellationToken,
 }
 
 impl ClientLink {
@@ -133,6 +136,7 @@ impl ClientLink {
             unwritten: AtomicUsize::new(0),
             waiting: Mutex::default(),
             next_id: AtomicI64::new(0),
+            input_ended: CancellationToken::new(),
         };
         (
             Self {
@@ -188,7 +192,15 @@ impl ClientLink {
         // Numbered from 0 in each session, as rmcp's own server numbers them.
         let id = NumberOrString::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let (answered, answer) = oneshot::channel();
-        lock(&self.inner.waiting).insert(id.clone(), answered);
+        {
+            // Checked under the lock `end_input` drains: a request is either refused here or
+            // given up there.
+            let mut waiting = lock(&self.inner.waiting);
+            if self.inner.input_ended.is_cancelled() {
+                return Err(Unreachable.into());
+            }
+            waiting.insert(id.clone(), answered);
+        }
         let mut open = OpenAsk {
             link: self,
             id: Some(id.clone()),
@@ -211,6 +223,20 @@ impl ClientLink {
         }
     }
 
+    /// The client's input has ended (stdin closed): it can answer nothing more, so every
+    /// request waiting on it is given up now (as unreachable), later ones at once, and what
+    /// waits on [`ClientLink::input_ended`] stops; what the server sends is still written.
+    pub fn end_input(&self) {
+        self.inner.input_ended.cancel();
+        // Dropping each sender wakes its asker with the link unreachable.
+        lock(&self.inner.waiting).clear();
+    }
+
+    /// Waits until the client's input has ended ([`ClientLink::end_input`]).
+    pub async fn input_ended(&self) {
+        self.inner.input_ended.cancelled().await;
+    }
+
     /// Hands the client's answer to the request `id` to whoever waits for it. An answer to a
     /// request never sent, or given up, is ignored.
     pub fn answered(&self, id: &RequestId, outcome: Result<ClientResult, ErrorData>) {
@@ -229,6 +255,33 @@ mod tests {
     use rmcp::model::{ListRootsRequest, ListRootsResult, ServerRequest};
 
     use super::*;
+
+    #[tokio::test]
+    async fn the_end_of_the_clients_input_gives_up_what_waits_on_its_answers() {
+        let (link, mut outgoing) = ClientLink::new();
+        let asking = tokio::spawn({
+            let link = link.clone();
+            async move {
+                let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
+                link.ask(request, None, Duration::from_secs(600)).await
+            }
+        });
+        outgoing.recv().await.expect("the request is sent");
+        link.end_input();
+        let outcome = asking.await.unwrap();
+        assert!(
+            matches!(outcome, Err(AskError::Unreachable(_))),
+            "{outcome:?}"
+        );
+        link.input_ended().await;
+        let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
+        let later = link.ask(request, None, Duration::from_secs(600)).await;
+        assert!(matches!(later, Err(AskError::Unreachable(_))), "{later:?}");
+        // What the server sends is still written.
+        let notification = ServerNotification::ToolListChangedNotification(Default::default());
+        link.notify(notification, None).await.unwrap();
+        assert!(outgoing.recv().await.is_some());
+    }
 
     #[tokio::test]
     async fn an_answer_reaches_the_request_it_answers() {

@@ -88,6 +88,9 @@ pub struct Session {
     closing: CancellationToken,
     /// Cancelled when the session is dropped, which ends what forwards changes to it.
     dropped: CancellationToken,
+    /// Cancelled once the client has its `initialize` answer (see [`Session::mark_ready`]):
+    /// the changes forwarded to it wait for that, so none comes before that answer.
+    ready: CancellationToken,
 }
 
 impl Default for Session {
@@ -100,6 +103,7 @@ impl Default for Session {
             log_level: Mutex::default(),
             closing: CancellationToken::new(),
             dropped: CancellationToken::new(),
+            ready: CancellationToken::new(),
         }
     }
 }
@@ -116,9 +120,16 @@ impl Session {
         self.id
     }
 
-    /// Forwards to `client` the changes other sessions of the same user make, until this
-    /// session is dropped or closes: updates of the URIs it subscribed to, and every change
-    /// of the list.
+    /// The client has its `initialize` answer: it said `notifications/initialized`, or sent
+    /// another request after it. The changes made since `initialize` are forwarded from now.
+    pub(crate) fn mark_ready(&self) {
+        self.ready.cancel();
+    }
+
+    /// Forwards to `client` the changes other sessions of the same user make, from when the
+    /// client has its `initialize` answer ([`Session::mark_ready`]; the changes meanwhile wait)
+    /// until this session is dropped or closes: updates of the URIs it subscribed to, and
+    /// every change of the list.
     pub fn forward_changes(
         self: &Arc<Self>,
         mut changes: tokio::sync::broadcast::Receiver<Change>,
@@ -127,7 +138,13 @@ impl Session {
         let session: Weak<Session> = Arc::downgrade(self);
         let dropped = self.dropped.clone();
         let closing = self.closing.clone();
+        let ready = self.ready.clone();
         tokio::spawn(async move {
+            tokio::select! {
+                () = ready.cancelled() => {}
+                () = dropped.cancelled() => return,
+                () = closing.cancelled() => return,
+            }
             loop {
                 let change = tokio::select! {
                     change = changes.recv() => change,

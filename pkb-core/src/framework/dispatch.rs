@@ -138,6 +138,10 @@ impl McpServer {
     ) -> Option<ServerJsonRpcMessage> {
         match message {
             Incoming::Request { id, method, params } => {
+                // A request after `initialize` means its answer reached the client.
+                if method != "initialize" && self.state.initialized.get().is_some() {
+                    self.state.session.mark_ready();
+                }
                 let (running, cancelled) = self.state.running.start(&id);
                 // Handlers' panics are caught by the registry; this catches one around them.
                 let answering = self.answer(&id, &method, params, principal, &cancelled);
@@ -170,6 +174,7 @@ impl McpServer {
                     self.state.running.cancel(&id);
                 }
                 if method == "notifications/initialized" {
+                    self.state.session.mark_ready();
                     self.shared_registry().prepare_in_background();
                 }
                 None
@@ -371,7 +376,8 @@ impl McpServer {
     }
 
     /// A `subscriptions/listen` stream: acknowledged, then the changes it accepted, each
-    /// marked with the stream's id, until the client cancels it or the server stops.
+    /// marked with the stream's id, until the client cancels it, its input ends or the server
+    /// stops.
     async fn listen_stream(
         &self,
         listen: SubscriptionsListenRequestParams,
@@ -422,6 +428,8 @@ impl McpServer {
             tokio::select! {
                 () = cancelled.cancelled() => {}
                 () = self.state.session.closed() => {}
+                // No one can cancel it any more.
+                () = link.input_ended() => {}
             }
         };
         self.stream_changes(&user, position, &accepted, stopped, send)

@@ -141,7 +141,9 @@ where
         wait_for(&tasks, STOP_WAIT).await;
     } else {
         // Handlers still running may notify the client before they answer: the session
-        // closes once they are done.
+        // closes once they are done. What waits on the client's answers (sampling, a listen
+        // stream) can never end now, and gives up at once rather than hold the exit.
+        link.end_input();
         wait_for(&tasks, END_OF_INPUT_WAIT).await;
         session.close_session();
     }
