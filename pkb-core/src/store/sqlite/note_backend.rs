@@ -4,7 +4,7 @@
 use super::link_index;
 use super::opening::open_reader;
 use super::rows::{note_from_row, sorted_with_prefix, sql_limit, tags_from_json, tags_to_json};
-use super::search::{fts5_search, in_snapshot, search_on};
+use super::search::{Matching, fts5_search, in_snapshot, search_on};
 use super::writes::{delete_write, purge_write, put_dated_write, put_write};
 use super::*;
 use super::{vector_cache, vectors};
@@ -361,8 +361,7 @@ impl NoteBackend for SqliteBackend {
                 let wanted = tags_to_json(tags.iter().map(String::as_str));
                 fts5_search(
                     conn,
-                    &terms.expr,
-                    Some(&terms),
+                    Matching::Terms(&terms),
                     tags,
                     &wanted,
                     limit.min(MAX_LIMIT),

@@ -95,8 +95,7 @@ pub(super) fn search_on(
             search_planner::Plan::Ranked(hits) => hits,
             search_planner::Plan::Fts5Terms(terms) => fts5_search(
                 conn,
-                &terms.expr,
-                Some(&terms),
+                Matching::Terms(&terms),
                 tags,
                 &wanted,
                 limit,
@@ -106,9 +105,14 @@ pub(super) fn search_on(
                 let expr =
                     query::stemmed_match_expression(query, |word| terms::query_forms(conn, word))?;
                 match expr {
-                    Some(expr) => {
-                        fts5_search(conn, &expr, None, tags, &wanted, limit, RANK_WINDOW)?
-                    }
+                    Some(expr) => fts5_search(
+                        conn,
+                        Matching::Prefixes(&expr),
+                        tags,
+                        &wanted,
+                        limit,
+                        RANK_WINDOW,
+                    )?,
                     None => Vec::new(),
                 }
             }
@@ -116,14 +120,21 @@ pub(super) fn search_on(
     )
 }
 
-/// Search ranked over the MATCH expression `expr` among its `window` newest matches
-/// ([`RANK_WINDOW`] for `words`, all of them for hybrid's word ranking): the query's own prefix
-/// phrases (with their inflected forms) scored by FTS5's `bm25()`, or the exact terms
-/// [`search_planner::search`] expanded them to, scored by `pkb_rank` with the vocabulary's IDFs.
+/// What a search matches and how it scores its matches.
+pub(super) enum Matching<'a> {
+    /// The query's own prefix phrases (with their inflected forms), as a MATCH expression,
+    /// scored by FTS5's `bm25()`.
+    Prefixes(&'a str),
+    /// The exact terms [`search_planner::search`] expanded the query to, scored by `pkb_rank`
+    /// with the vocabulary's IDFs.
+    Terms(&'a search_planner::Fts5Terms),
+}
+
+/// Search ranked over `matching` among its `window` newest matches ([`RANK_WINDOW`] for
+/// `words`, all of them for hybrid's word ranking).
 pub(super) fn fts5_search(
     conn: &Connection,
-    expr: &str,
-    scoring: Option<&search_planner::Fts5Terms>,
+    matching: Matching<'_>,
     tags: &[String],
     tags_json: &str,
     limit: usize,
@@ -140,6 +151,10 @@ pub(super) fn fts5_search(
     let tagged = !tags.is_empty();
     let wanted = i64::try_from(tags.len()).unwrap_or(i64::MAX);
     let limit = sql_limit(limit);
+    let (expr, scoring) = match matching {
+        Matching::Prefixes(expr) => (expr, None),
+        Matching::Terms(terms) => (terms.expr.as_str(), Some(terms)),
+    };
     let mut args: Vec<&dyn ToSql> = vec![&expr, &limit, &window];
     if tagged || scoring.is_some() {
         // The scoring arguments are ?6 to ?8 with or without tags; without, ?4 and ?5 are

@@ -459,7 +459,7 @@ fn prefix_kept(prefix: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::super::SqliteBackend;
-    use super::super::search::fts5_search;
+    use super::super::search::{Matching, fts5_search};
     use super::*;
     use crate::store::sqlite::NoteBackend;
     use crate::store::sqlite::{query, terms};
@@ -599,8 +599,7 @@ mod tests {
                 Plan::Ranked(hits) => Some(hits),
                 Plan::Fts5Terms(terms) => Some(fts5_search(
                     conn,
-                    &terms.expr,
-                    Some(&terms),
+                    Matching::Terms(&terms),
                     tags,
                     &wanted,
                     limit,
@@ -617,7 +616,15 @@ mod tests {
         let expr = query::stemmed_match_expression(q, |word| terms::query_forms(conn, word))
             .unwrap()
             .unwrap();
-        fts5_search(conn, &expr, None, tags, &wanted, 1000, RANK_WINDOW).unwrap()
+        fts5_search(
+            conn,
+            Matching::Prefixes(&expr),
+            tags,
+            &wanted,
+            1000,
+            RANK_WINDOW,
+        )
+        .unwrap()
     }
 
     #[test]
