@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use support::{
-    Client, RecordingClient, Sampling, assert_error, call, connect_with, run_command, structured,
-    watch,
+    Client, RecordingClient, Sampling, assert_error, call, connect_with, fetched, run_command,
+    structured, until_note, watch,
 };
 
 /// How long a test waits for a change on disk to be taken in: far past the contract's 2 s,
@@ -41,28 +41,9 @@ async fn open(dir: &Path) -> (Client, RecordingClient) {
     (client, handler)
 }
 
-async fn fetched(client: &Client, id: &str) -> Option<Map<String, Value>> {
-    let result = call(client, "fetch", json!({"id": id})).await;
-    (result.is_error != Some(true)).then(|| match structured(&result).remove("note") {
-        Some(Value::Object(note)) => note,
-        other => panic!("fetch answers a note: {other:?}"),
-    })
-}
-
 /// Fetches `id` until `done` holds of it (`None`: no such note), or fails after [`PATIENCE`].
 async fn until(client: &Client, id: &str, done: impl Fn(Option<&Map<String, Value>>) -> bool) {
-    let start = Instant::now();
-    loop {
-        let note = fetched(client, id).await;
-        if done(note.as_ref()) {
-            return;
-        }
-        assert!(
-            start.elapsed() < PATIENCE,
-            "{id} never became as expected: {note:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_note(client, id, PATIENCE, done).await;
 }
 
 fn body_is(expected: &str) -> impl Fn(Option<&Map<String, Value>>) -> bool + '_ {

@@ -18,7 +18,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Client, RecordingClient, Sampling, call, connect_with, run_command, structured};
+use support::{
+    Client, RecordingClient, Sampling, call, connect_with, run_command, structured, until_note,
+};
 
 /// How long a change on disk may take to be taken in before a test fails: far past the
 /// contract's 2 s, for a loaded machine.
@@ -126,30 +128,21 @@ async fn a_model_and_an_editor_change_one_note(pause: Duration) {
 
     // The editor's last save is taken in (at most a watcher's look away).
     let last_saved = saved.last().unwrap().clone();
-    let waited = Instant::now();
-    loop {
-        let note = call(&client, "fetch", json!({"id": "plan"})).await;
-        let body = structured(&note)["note"]["body"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        // The file follows the store's take-in, written with whatever was merged into it.
+    // The file follows the store's take-in, written with whatever was merged into it.
+    let holds_both = |text: &str| {
+        text.lines().any(|l| l == last_saved)
+            && answered
+                .last()
+                .is_none_or(|edit| text.lines().any(|l| l == edit))
+    };
+    until_note(&client, "plan", PATIENCE, |note| {
+        let body = note
+            .and_then(|note| note["body"].as_str())
+            .unwrap_or_default();
         let on_disk = std::fs::read_to_string(&file).unwrap();
-        let holds_both = |text: &str| {
-            text.lines().any(|l| l == last_saved)
-                && answered
-                    .last()
-                    .is_none_or(|edit| text.lines().any(|l| l == edit))
-        };
-        if body.lines().any(|l| l == last_saved) && holds_both(&on_disk) {
-            break;
-        }
-        assert!(
-            waited.elapsed() < PATIENCE,
-            "the last save never came in, or the file never held the last edit: {body}\n---\n{on_disk}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        body.lines().any(|l| l == last_saved) && holds_both(&on_disk)
+    })
+    .await;
     let on_disk = std::fs::read_to_string(&file).unwrap();
     let bodies = every_body(&client, "plan").await;
     let holds = |text: &str, line: &str| text.lines().any(|l| l == line);
@@ -194,20 +187,12 @@ async fn a_save_made_on_the_text_before_a_models_edit_keeps_that_edit() {
     let temporary = vault.path().join(".plan.md.swp");
     std::fs::write(&temporary, format!("{read_by_the_editor}editor line\n")).unwrap();
     std::fs::rename(&temporary, &file).unwrap();
-    let waited = Instant::now();
-    loop {
-        let note = structured(&call(&client, "fetch", json!({"id": "plan"})).await);
-        let body = note["note"]["body"].as_str().unwrap().to_owned();
-        if body.contains("editor line") {
-            assert_eq!(body, "model line 1\nshared line\neditor line");
-            break;
-        }
-        assert!(
-            waited.elapsed() < PATIENCE,
-            "the save never came in: {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let note = until_note(&client, "plan", PATIENCE, |note| {
+        note.is_some_and(|note| note["body"].as_str().unwrap().contains("editor line"))
+    })
+    .await
+    .unwrap();
+    assert_eq!(note["body"], "model line 1\nshared line\neditor line");
     let on_disk = std::fs::read_to_string(&file).unwrap();
     assert!(
         on_disk.contains("model line 1") && on_disk.contains("editor line"),

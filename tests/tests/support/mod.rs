@@ -584,6 +584,37 @@ pub fn structured(result: &CallToolResult) -> Map<String, Value> {
     }
 }
 
+/// The note `id` as `fetch` answers it; `None` when there is no such note.
+pub async fn fetched(client: &Client, id: &str) -> Option<Map<String, Value>> {
+    let result = call(client, "fetch", serde_json::json!({"id": id})).await;
+    (result.is_error != Some(true)).then(|| match structured(&result).remove("note") {
+        Some(Value::Object(note)) => note,
+        other => panic!("fetch answers a note: {other:?}"),
+    })
+}
+
+/// Fetches `id` every 50 ms until `done` holds of it (`None`: no such note), failing after
+/// `patience`: what a server takes in from a watched folder arrives a look later.
+pub async fn until_note(
+    client: &Client,
+    id: &str,
+    patience: std::time::Duration,
+    done: impl Fn(Option<&Map<String, Value>>) -> bool,
+) -> Option<Map<String, Value>> {
+    let start = std::time::Instant::now();
+    loop {
+        let note = fetched(client, id).await;
+        if done(note.as_ref()) {
+            return note;
+        }
+        assert!(
+            start.elapsed() < patience,
+            "{id} never became as expected: {note:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// A fresh store file in a temporary folder that lives as long as the returned guard.
 pub fn temp_store() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().expect("temp dir");
