@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use super::events::{self, EventIds};
 use super::headers;
 use super::in_flight::held_until_sent;
-use super::session::HttpSession;
+use super::session::{HttpSession, Message};
 use crate::McpServer;
 use crate::framework::access::Principal;
 use crate::framework::client_link::{ClientLink, Outbox, Outgoing, encode};
@@ -562,7 +562,7 @@ async fn in_session(
             }
             first = stream.recv() => {
                 open.handed_on = true;
-                let first = first.map(|message| events::event(&message, None));
+                let first = first.map(|message| events::event(&message.message, None));
                 tokio::spawn(answer_later(answering, Arc::clone(session), id.clone(), number));
                 return events::stream(
                     first.into_iter().collect(),
@@ -632,16 +632,16 @@ async fn answer_later(
 async fn forward_until_answered(
     link: ClientLink,
     mut outgoing: Outbox,
-    first: Option<Box<Outgoing>>,
+    first: Option<Message>,
     answering: impl Future<Output = Option<ServerJsonRpcMessage>>,
-    sender: mpsc::Sender<Box<ServerJsonRpcMessage>>,
+    sender: mpsc::Sender<Message>,
 ) {
     let mut answering = std::pin::pin!(answering);
     let mut sent = first;
     let answer = loop {
         if let Some(next) = sent.take() {
             link.written();
-            if sender.send(Box::new(next.message)).await.is_err() {
+            if sender.send(next).await.is_err() {
                 return;
             }
         }
@@ -656,11 +656,15 @@ async fn forward_until_answered(
     };
     while let Ok(next) = outgoing.try_recv() {
         link.written();
-        if sender.send(Box::new(next.message)).await.is_err() {
+        if sender.send(next).await.is_err() {
             return;
         }
     }
     if let Some(answer) = answer {
+        let answer = Outgoing {
+            message: answer,
+            during: None,
+        };
         let _ = sender.send(Box::new(answer)).await;
     }
 }

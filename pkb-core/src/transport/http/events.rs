@@ -106,7 +106,7 @@ pub(super) fn stream(
                 Some(message) => {
                     let id = state.ids.name(state.next_id);
                     state.next_id += 1;
-                    event(&message, id.as_deref())
+                    event(&message.message, id.as_deref())
                 }
                 None => Bytes::from_static(b":\n\n"),
             },

@@ -9,18 +9,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use rmcp::model::{JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerNotification};
+use rmcp::model::{JsonRpcMessage, RequestId, ServerNotification};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::events::{self, EventIds};
 use crate::McpServer;
-use crate::framework::client_link::{ClientLink, Outbox};
+use crate::framework::client_link::{ClientLink, Outbox, Outgoing};
 use crate::locks::lock;
 
-/// A message on its way to a stream, boxed: a channel allocates room for 32 of what it
-/// carries when it is made, and each request makes one.
-pub(super) type Message = Box<ServerJsonRpcMessage>;
+/// A message on its way to a stream, in the box the link sent it in: a channel allocates room
+/// for 32 of what it carries when it is made, and each request makes one.
+pub(super) type Message = Box<Outgoing>;
 
 /// How many messages a stream holds for a client slow to read it before the session waits.
 const STREAM_CAPACITY: usize = 64;
@@ -179,14 +179,14 @@ async fn route(
                 None => return,
             },
         };
-        let during = next.during.clone();
-        deliver(&routes, Box::new(next.message), during).await;
+        deliver(&routes, next).await;
         link.written();
     }
 }
 
-async fn deliver(routes: &Routes, message: Message, during: Option<RequestId>) {
-    let (stream, answers) = match &*message {
+async fn deliver(routes: &Routes, message: Message) {
+    let during = message.during.clone();
+    let (stream, answers) = match &message.message {
         JsonRpcMessage::Response(response) => (Some(response.id.clone()), true),
         JsonRpcMessage::Error(error) => (error.id.clone(), true),
         JsonRpcMessage::Request(_) => (during, false),
@@ -255,7 +255,7 @@ async fn to_standalone(routes: &Routes, message: Message) {
 #[cfg(test)]
 mod tests {
     use http_body_util::BodyExt;
-    use rmcp::model::ServerResult;
+    use rmcp::model::{ServerJsonRpcMessage, ServerResult};
 
     use super::*;
     use crate::framework::context::resource_list_changed_notification;
@@ -280,7 +280,10 @@ mod tests {
         let answer = ServerJsonRpcMessage::response(ServerResult::empty(()), id.clone());
         link.send(answer, Some(id.clone())).await.unwrap();
         let first = stream.recv().await.unwrap();
-        assert!(matches!(*first, JsonRpcMessage::Response(_)), "{first:?}");
+        assert!(
+            matches!(first.message, JsonRpcMessage::Response(_)),
+            "{first:?}"
+        );
         assert!(
             stream.recv().await.is_none(),
             "the stream ends with its answer"
