@@ -353,11 +353,13 @@ impl NoteBackend for SqliteBackend {
         self.read(SEARCH_NOTES, |conn| {
             in_snapshot(conn, || {
                 let size = StoreSize::read(conn)?;
-                let Some(terms) = search_planner::any_word_terms(conn, query, size)? else {
+                let Some((terms, window)) = search_planner::any_word_terms(conn, query, size)?
+                else {
                     return Ok(Vec::new());
                 };
-                // Every match is ranked, not only the newest: a word ranking to fuse
-                // with the meaning ranking is best at its best notes, however old.
+                // Every match is ranked, not only the newest (unless every word is common):
+                // a word ranking to fuse with the meaning ranking is best at its best notes,
+                // however old.
                 let wanted = tags_to_json(tags.iter().map(String::as_str));
                 fts5_search(
                     conn,
@@ -365,7 +367,7 @@ impl NoteBackend for SqliteBackend {
                     tags,
                     &wanted,
                     limit.min(MAX_LIMIT),
-                    i64::MAX,
+                    window,
                 )
             })
         })
