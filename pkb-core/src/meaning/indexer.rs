@@ -101,13 +101,14 @@ impl VectorIndexer {
                 continue;
             }
             // Several notes at once, each on a CPU of its own: a note's matrix products are
-            // too small to spread over several CPUs well.
+            // too small to spread over several CPUs well. Kept as each is done, not in order:
+            // a long note (24 passages) would otherwise hold the other CPUs' next notes back.
             let mut embedded = futures::stream::iter(pending)
                 .map(|note| async move {
                     let vectors = super::embed_in_background(passages(&note)).await;
                     (note, vectors)
                 })
-                .buffered(at_once());
+                .buffer_unordered(at_once());
             while let Some((note, vectors)) = embedded.next().await {
                 let vectors = match vectors {
                     Ok(vectors) => vectors,
