@@ -60,3 +60,15 @@ pub(crate) fn kept_any_words<W>(words: impl IntoIterator<Item = (W, Share)>) -> 
         .map(|(word, _)| word)
         .collect()
 }
+
+/// How many of an any-word search's newest matches are ranked, given its words' [`Share`]s:
+/// every one (`None`), but when no word is held by fewer than half the notes, the newest
+/// [`RANK_WINDOW`](super::RANK_WINDOW) as `words` ranks them. BM25 gives such words almost no
+/// weight, and nearly every note may match: ranking all 16,000 notes of a store for three such
+/// words took 50 ms, three times the search by meaning it is fused with.
+pub(crate) fn any_words_window(shares: impl IntoIterator<Item = Share>) -> Option<i64> {
+    let mut shares = shares.into_iter().peekable();
+    let some_word = shares.peek().is_some();
+    let all_common = shares.all(|share| share != Share::Some);
+    (some_word && all_common).then_some(super::RANK_WINDOW)
+}

@@ -952,41 +952,42 @@ impl NoteEngine for PgNotes {
         }
         let tags = nul_escape::encode_all(tags);
         let text = text.replace('\0', " ");
+        let results = limit(limit_to);
         // Both statements within the one wait a call of one statement has.
         let rows = self
             .answered("searching", ANSWER_WAIT, async {
                 // The words half the newest notes hold are left out while another is held by
                 // some, as SQLite's store leaves out those half its notes hold; a query of one
-                // word is pkb_query's.
-                let kept = if query_words::words(&text).nth(1).is_some() {
-                    let counts = self.word_counts(&text, true).await?;
-                    let kept = query_words::kept_any_words(counts.shares());
+                // word is pkb_query's. When every word is that common, only the newest matches
+                // are ranked, as in SQLite's store.
+                let (kept, window) = if query_words::words(&text).nth(1).is_some() {
+                    let shares = self.word_counts(&text, true).await?.shares();
+                    let window =
+                        query_words::any_words_window(shares.iter().map(|(_, share)| *share));
+                    let kept = query_words::kept_any_words(shares);
                     if kept.is_empty() {
                         return Ok(Vec::new());
                     }
-                    Some(kept.join(" | "))
+                    (Some(kept.join(" | ")), window)
                 } else {
-                    None
+                    (None, None)
                 };
+                let mut params: Vec<(&(dyn ToSql + Sync), Type)> = vec![
+                    (&self.owner, Type::TEXT),
+                    (&text, Type::TEXT),
+                    (&tags, Type::TEXT_ARRAY),
+                    (&results, Type::INT8),
+                    (&kept, Type::TEXT),
+                ];
                 // Planned with the words, as search is.
-                self.planned_rows(
-                    "searching",
-                    "WITH q AS (SELECT COALESCE($5::tsquery,
-                         replace(pkb_query($2)::text, ' & ', ' | ')::tsquery) AS any)
-                     SELECT id, title, tags,
-                         ts_rank('{0, 0.1, 0.4, 1}', search, q.any)::float8 AS score
-                     FROM pkb_notes, q
-                     WHERE owner = $1 AND tags @> $3 AND search @@ q.any
-                     ORDER BY score DESC, created_order DESC LIMIT $4",
-                    &[
-                        (&self.owner, Type::TEXT),
-                        (&text, Type::TEXT),
-                        (&tags, Type::TEXT_ARRAY),
-                        (&limit(limit_to), Type::INT8),
-                        (&kept, Type::TEXT),
-                    ],
-                )
-                .await
+                let sql = match &window {
+                    Some(window) => {
+                        params.push((window, Type::INT8));
+                        word_search::ANY_WORD_NEWEST
+                    }
+                    None => word_search::ANY_WORD,
+                };
+                self.planned_rows("searching", sql, &params).await
             })
             .await?;
         Ok(rows.iter().map(search_hit).collect())

@@ -46,6 +46,29 @@ pub(super) const EVERY_WORD: &str = ranked!("search @@ pkb_query($2)");
 pub(super) const RARE_WORDS: &str =
     ranked!("search @@ $6::tsquery AND ts_match_vq(search, pkb_query($2))");
 
+/// Hybrid's word ranking: the notes of `$1` tagged `$3` that hold any word, ranked, the best
+/// `$4`. The words are `$5` (a tsquery of those kept), or every word of `$2`.
+pub(super) const ANY_WORD: &str = "WITH q AS (SELECT COALESCE($5::tsquery,
+         replace(pkb_query($2)::text, ' & ', ' | ')::tsquery) AS any)
+     SELECT id, title, tags,
+         ts_rank('{0, 0.1, 0.4, 1}', search, q.any)::float8 AS score
+     FROM pkb_notes, q
+     WHERE owner = $1 AND tags @> $3 AND search @@ q.any
+     ORDER BY score DESC, created_order DESC LIMIT $4";
+
+/// [`ANY_WORD`] among the `$6` newest notes holding any word of `$5` (every word common), found
+/// as row addresses and read again whole only for the window, as [`EVERY_WORD`] reads them.
+pub(super) const ANY_WORD_NEWEST: &str = "WITH recent AS (
+         SELECT ctid AS address FROM pkb_notes
+         WHERE owner = $1 AND tags @> $3 AND search @@ $5::tsquery
+         ORDER BY created_order DESC LIMIT $6
+     )
+     SELECT id, title, tags,
+         ts_rank('{0, 0.1, 0.4, 1}', search, $5::tsquery)::float8 AS score
+     FROM pkb_notes
+     WHERE ctid = ANY (ARRAY(SELECT address FROM recent)) AND owner = $1
+     ORDER BY score DESC, created_order DESC LIMIT $4";
+
 /// How many of the user's newest notes are counted for each word of the query.
 pub(super) const SAMPLED: i64 = 256;
 

@@ -1347,6 +1347,37 @@ on_both_backends! {
     }
 }
 
+on_both_backends! {
+    async fn the_any_word_search_ranks_only_the_newest_matches_when_every_word_is_common() {
+        let store = empty().await;
+        let mut drafts = vec![draft(
+            "n0000",
+            "Note 0",
+            &[],
+            "common common common shared shared shared rare",
+        )];
+        drafts.extend((1..=1_005).map(|k| {
+            draft(&format!("n{k:04}"), &format!("Note {k}"), &[], "common shared filler")
+        }));
+        store.put_many(drafts, PutMode::CreateOnly).await.unwrap();
+        let found = async |query: &str| -> Vec<String> {
+            let hits = store.engine.search_any_words(query, &[], 10).await.unwrap();
+            hits.into_iter().map(|h| h.id).collect()
+        };
+        let common = found("common shared").await;
+        assert_eq!(common.len(), 10);
+        assert!(
+            !common.contains(&"n0000".to_owned()),
+            "past the newest 1,000 matches: {common:?}"
+        );
+        assert_eq!(
+            found("common shared rare").await[0],
+            "n0000",
+            "a rarer word ranks every match"
+        );
+    }
+}
+
 mod history;
 mod links;
 #[cfg(feature = "meaning")]

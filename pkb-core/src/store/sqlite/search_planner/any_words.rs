@@ -10,8 +10,7 @@ use rusqlite::Connection;
 
 use super::scoring::{average_length, idf};
 use super::{Fts5Terms, StoreSize};
-use crate::store::RANK_WINDOW;
-use crate::store::query_words::{Share, folded_words, kept_any_words};
+use crate::store::query_words::{Share, any_words_window, folded_words, kept_any_words};
 use crate::store::sqlite::terms;
 
 /// One query word: its FTS5 phrases, and how many notes hold one of them (summed over them).
@@ -24,10 +23,7 @@ struct Unit {
 /// `None` when no note holds any word. The words half the notes hold are left out while
 /// another word is held by fewer ([`kept_any_words`]).
 ///
-/// With it, how many of the newest matches to rank: every one, but when each word kept is held
-/// by half the notes, the newest [`RANK_WINDOW`] as `words` ranks them. BM25 gives such words
-/// almost no weight, and nearly every note may match: ranking all 16,000 notes of a store for
-/// three such words took 50 ms, three times the search by meaning it is fused with.
+/// With it, how many of the newest matches to rank ([`any_words_window`]).
 pub(in crate::store::sqlite) fn any_word_terms(
     conn: &Connection,
     query: &str,
@@ -44,11 +40,7 @@ pub(in crate::store::sqlite) fn any_word_terms(
             units.push((unit, share));
         }
     }
-    let window = if units.iter().any(|(_, share)| *share == Share::Some) {
-        i64::MAX
-    } else {
-        RANK_WINDOW
-    };
+    let window = any_words_window(units.iter().map(|(_, share)| *share)).unwrap_or(i64::MAX);
     // `pkb_rank` numbers the words with a byte.
     let units: Vec<Unit> = kept_any_words(units)
         .into_iter()
