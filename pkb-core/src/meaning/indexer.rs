@@ -4,14 +4,17 @@
 //! next write. A write is never slowed by the encoder, and a restart or an import is caught up
 //! with in the background.
 
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use tokio::sync::Notify;
 
 use super::passages::passages;
+use crate::note::Note;
 use crate::store::{NoteEngine, Store};
 
 /// Notes read from the engine at a time.
@@ -23,7 +26,7 @@ const LOOK_AGAIN: Duration = Duration::from_secs(10);
 const AFTER_FAILURE: Duration = Duration::from_secs(5);
 
 /// Notes embedded at once: one for each CPU the process may use, at most 4, since each holds
-/// its own working memory (a few MB).
+/// its own working memory (a few MB). One more waits its turn on the encoder's threads.
 fn at_once() -> usize {
     std::thread::available_parallelism()
         .map_or(1, usize::from)
@@ -78,57 +81,79 @@ impl VectorIndexer {
 
     async fn run(self: Arc<Self>, engine: Weak<dyn NoteEngine>) {
         let model = super::model_id();
+        // Notes read but not yet started, and those started (embedded, then kept).
+        let mut waiting: VecDeque<Note> = VecDeque::new();
+        let mut started: HashSet<String> = HashSet::new();
+        let mut working = FuturesUnordered::new();
         loop {
-            // Held for one batch only, so that a store no one uses any more is dropped.
-            let Some(store) = engine.upgrade() else {
-                return;
-            };
-            let pending = match store.notes_without_vectors(model, BATCH).await {
-                Ok(pending) => pending,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot read the notes that need vectors");
-                    drop(store);
-                    tokio::time::sleep(AFTER_FAILURE).await;
-                    continue;
+            // One note more than there are CPUs: while a note's vectors are being kept, the
+            // encoder's threads already work on the next (with as many as CPUs, a CPU idled
+            // through each write and at the end of each batch: 8% of the indexing time).
+            while working.len() < at_once() + 1 {
+                if waiting.is_empty() {
+                    // Held for one read only, so that a store no one uses any more is dropped.
+                    let Some(store) = engine.upgrade() else {
+                        return;
+                    };
+                    match store
+                        .notes_without_vectors(model, BATCH + started.len())
+                        .await
+                    {
+                        // Those being embedded have no vectors yet either.
+                        Ok(pending) => {
+                            waiting.extend(pending.into_iter().filter(|n| !started.contains(&n.id)))
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "cannot read the notes that need vectors");
+                            drop(store);
+                            tokio::time::sleep(AFTER_FAILURE).await;
+                            continue;
+                        }
+                    }
                 }
-            };
-            if pending.is_empty() {
-                drop(store);
+                let Some(note) = waiting.pop_front() else {
+                    break;
+                };
+                started.insert(note.id.clone());
+                working.push(keep_vectors(engine.clone(), note, model));
+            }
+            let Some((id, kept)) = working.next().await else {
                 if !self.caught_up.swap(true, Ordering::SeqCst) {
                     self.caught_up_now.notify_waiters();
                 }
                 let _ = tokio::time::timeout(LOOK_AGAIN, self.wake.notified()).await;
                 continue;
-            }
-            // Several notes at once, each on a CPU of its own: a note's matrix products are
-            // too small to spread over several CPUs well. Kept as each is done, not in order:
-            // a long note (24 passages) would otherwise hold the other CPUs' next notes back.
-            let mut embedded = futures::stream::iter(pending)
-                .map(|note| async move {
-                    let vectors = super::embed_in_background(passages(&note)).await;
-                    (note, vectors)
-                })
-                .buffer_unordered(at_once());
-            while let Some((note, vectors)) = embedded.next().await {
-                let vectors = match vectors {
-                    Ok(vectors) => vectors,
-                    Err(error) => {
-                        tracing::warn!(%error, id = note.id, "cannot make a note's vectors");
-                        tokio::time::sleep(AFTER_FAILURE).await;
-                        break;
-                    }
-                };
-                if let Err(error) = store
-                    .put_vectors(&note.id, note.version, model, vectors)
-                    .await
-                {
-                    tracing::warn!(%error, id = note.id, "cannot keep a note's vectors");
-                    tokio::time::sleep(AFTER_FAILURE).await;
-                    break;
-                }
+            };
+            started.remove(&id);
+            if !kept {
+                // Read again later, the failed note with the others.
+                waiting.clear();
+                tokio::time::sleep(AFTER_FAILURE).await;
             }
         }
     }
+}
+
+/// Embeds `note` and keeps its vectors; its id, and false when either failed (logged).
+async fn keep_vectors(engine: Weak<dyn NoteEngine>, note: Note, model: &str) -> (String, bool) {
+    let vectors = match super::embed_in_background(passages(&note)).await {
+        Ok(vectors) => vectors,
+        Err(error) => {
+            tracing::warn!(%error, id = note.id, "cannot make a note's vectors");
+            return (note.id, false);
+        }
+    };
+    let Some(store) = engine.upgrade() else {
+        return (note.id, true);
+    };
+    if let Err(error) = store
+        .put_vectors(&note.id, note.version, model, vectors)
+        .await
+    {
+        tracing::warn!(%error, id = note.id, "cannot keep a note's vectors");
+        return (note.id, false);
+    }
+    (note.id, true)
 }
 
 #[cfg(test)]
