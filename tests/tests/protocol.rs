@@ -215,6 +215,16 @@ fn bad_lines_get_errors_and_the_server_keeps_serving() {
         (json!(51), json!(-32602)),
         "{answer}"
     );
+    for (id, meta) in [(52, json!(5)), (53, json!([1]))] {
+        server.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "fetch", "arguments": {"id": "todo"}, "_meta": meta}}));
+        let answer = server.receive();
+        assert_eq!(
+            (answer["id"].clone(), answer["error"]["code"].clone()),
+            (json!(id), json!(-32602)),
+            "{answer}"
+        );
+    }
     // rmcp would read a cursor that is no string as none, and answer with the first page.
     for (id, cursor) in [(54, json!(123)), (55, json!([])), (56, json!({"a": 1}))] {
         server.send(

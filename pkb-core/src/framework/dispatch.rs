@@ -26,7 +26,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::incoming::Incoming;
+use super::incoming::{Incoming, Request};
 use super::server::{
     McpServer, RequestFacts, invalid_params, method_not_found, removed_by_stateless_revision,
     unreadable_cursor,
@@ -137,14 +137,19 @@ impl McpServer {
         principal: Option<Principal>,
     ) -> Option<ServerJsonRpcMessage> {
         match message {
-            Incoming::Request { id, method, params } => {
+            Incoming::Request(Request {
+                id,
+                method,
+                params,
+                meta,
+            }) => {
                 // A request after `initialize` means its answer reached the client.
                 if method != "initialize" && self.state.initialized.get().is_some() {
                     self.state.session.mark_ready();
                 }
                 let (running, cancelled) = self.state.running.start(&id);
                 // Handlers' panics are caught by the registry; this catches one around them.
-                let answering = self.answer(&id, &method, params, principal, &cancelled);
+                let answering = self.answer(&id, &method, params, meta, principal, &cancelled);
                 let outcome = AssertUnwindSafe(answering).catch_unwind().await;
                 drop(running);
                 if cancelled.is_cancelled() {
@@ -198,13 +203,11 @@ impl McpServer {
         id: &RequestId,
         method: &str,
         params: Value,
+        meta: Result<RequestMetaObject, ErrorData>,
         principal: Option<Principal>,
         cancelled: &CancellationToken,
     ) -> Result<ServerResult, ErrorData> {
-        let meta: RequestMetaObject = match params.get("_meta") {
-            Some(meta) => params_as(meta.clone())?,
-            None => RequestMetaObject::default(),
-        };
+        let meta = meta?;
         let requested = meta.protocol_version();
         if removed_by_stateless_revision(method, requested.as_ref().map(ProtocolVersion::as_str)) {
             return Err(method_not_found(&format!(

@@ -2,25 +2,18 @@
 //! notification, or a response to a request of the server's; or, for JSON that is none of
 //! these, the error it is answered with. Every transport reads messages so, and the
 //! dispatcher ([`McpServer::handle`](crate::McpServer::handle)) takes them from here: a
-//! request's params are read as the method's own type there, once.
+//! request's `_meta` is read here, once, and its params as the method's own type there, once.
 
-use rmcp::model::{ErrorData, NumberOrString, RequestId, ServerJsonRpcMessage};
+use rmcp::model::{ErrorData, NumberOrString, RequestId, RequestMetaObject, ServerJsonRpcMessage};
 use serde_json::{Map, Value, json};
 
-use super::server::KNOWN_METHODS;
+use super::server::{KNOWN_METHODS, invalid_params};
 
 /// One message of a client.
 #[derive(Debug)]
 pub enum Incoming {
     /// A request, to be answered.
-    Request {
-        /// Its id, echoed in the answer.
-        id: RequestId,
-        /// The method it calls.
-        method: String,
-        /// Its params as sent; `null` when it had none.
-        params: Value,
-    },
+    Request(Request),
     /// A notification: nothing answers it.
     Notification {
         /// What it notifies.
@@ -35,6 +28,42 @@ pub enum Incoming {
         /// Its `result`, or its `error`.
         outcome: Result<Value, ErrorData>,
     },
+}
+
+/// A client's request.
+#[derive(Debug)]
+pub struct Request {
+    /// Its id, echoed in the answer.
+    pub id: RequestId,
+    /// The method it calls.
+    pub method: String,
+    /// Its params as sent; `null` when it had none.
+    pub params: Value,
+    /// Its params' `_meta`, read once for the transport's checks and the dispatcher alike.
+    pub(crate) meta: Result<RequestMetaObject, ErrorData>,
+}
+
+impl Request {
+    /// The request `id` calling `method` with `params`.
+    pub fn new(id: RequestId, method: String, params: Value) -> Self {
+        let meta = match params.get("_meta") {
+            Some(meta) => serde_json::from_value(meta.clone())
+                .map_err(|error| invalid_params(format!("invalid params: {error}"))),
+            None => Ok(RequestMetaObject::default()),
+        };
+        Self {
+            id,
+            method,
+            params,
+            meta,
+        }
+    }
+
+    /// Its `_meta` (empty when it had none), or the error a `_meta` that cannot be read is
+    /// answered with.
+    pub fn meta(&self) -> Result<&RequestMetaObject, &ErrorData> {
+        self.meta.as_ref()
+    }
 }
 
 /// The error JSON that is no message is answered with.
@@ -112,7 +141,7 @@ impl Incoming {
             };
         }
         Ok(match id {
-            Some(id) => Self::Request { id, method, params },
+            Some(id) => Self::Request(Request::new(id, method, params)),
             None => Self::Notification { method, params },
         })
     }
@@ -193,7 +222,7 @@ mod tests {
                              "params": {"name": "echo"}});
         assert!(matches!(
             Incoming::read(request),
-            Ok(Incoming::Request { id: NumberOrString::Number(7), ref method, .. }) if method == "tools/call"
+            Ok(Incoming::Request(Request { id: NumberOrString::Number(7), ref method, .. })) if method == "tools/call"
         ));
         let notification = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         assert!(matches!(

@@ -113,7 +113,7 @@ where
         // Only what is answered takes a place: the client's answers to the server's own
         // requests, and its notifications (a cancellation), are read however many requests
         // wait, or a call waiting on the client could not hear back.
-        let answered = matches!(message, Ok(Incoming::Request { .. }) | Err(Some(_)));
+        let answered = matches!(message, Ok(Incoming::Request(_)) | Err(Some(_)));
         let permit = if answered {
             tokio::select! {
                 // The semaphore is never closed.

@@ -827,6 +827,10 @@ pub async fn answers_unreadable_messages_as_on_stdio(raw: &mut RawHttp) {
         serde_json::json!({"arguments": {}}),
         serde_json::json!([1, 2]),
         serde_json::json!("tools"),
+        // A `_meta` that cannot be read: the header checks take it for none, the dispatcher
+        // answers it.
+        serde_json::json!({"name": "fetch", "arguments": {"id": "todo"}, "_meta": 5}),
+        serde_json::json!({"name": "fetch", "arguments": {"id": "todo"}, "_meta": [1]}),
     ];
     for (n, params) in bad_params.into_iter().enumerate() {
         let body = serde_json::json!({"jsonrpc": "2.0", "id": 30 + n, "method": "tools/call", "params": params});

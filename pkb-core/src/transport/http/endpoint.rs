@@ -37,7 +37,7 @@ use super::session::{HttpSession, Message};
 use crate::McpServer;
 use crate::framework::access::Principal;
 use crate::framework::client_link::{ClientLink, Outbox, Outgoing, encode};
-use crate::framework::incoming::{Incoming, Unreadable};
+use crate::framework::incoming::{Incoming, Request, Unreadable};
 
 /// What serves `/mcp` behind the gate.
 pub(super) struct Endpoint {
@@ -132,14 +132,6 @@ pub(super) fn unreadable(unreadable: Unreadable) -> Response {
     json_answer(status, &refusal.answer())
 }
 
-/// A request's `_meta`, as far as it can be read.
-fn meta_of(params: &Value) -> RequestMetaObject {
-    params
-        .get("_meta")
-        .and_then(|meta| serde_json::from_value(meta.clone()).ok())
-        .unwrap_or_default()
-}
-
 /// A stream of `first` alone, ending after it.
 fn finished_stream(first: Vec<Bytes>, ended: CancellationToken) -> Response {
     let (_, nothing) = mpsc::channel(1);
@@ -184,30 +176,31 @@ impl Endpoint {
             Ok(incoming) => incoming,
             Err(refusal) => return unreadable(refusal).into(),
         };
+        // The checks take a `_meta` that cannot be read for none: the dispatcher answers it.
+        let empty = RequestMetaObject::default();
         let meta = match &incoming {
-            Incoming::Request { params, .. } => Some(meta_of(params)),
+            Incoming::Request(request) => Some(request.meta().unwrap_or(&empty)),
             _ => None,
         };
-        let own_revision = meta.as_ref().and_then(RequestMetaObject::protocol_version);
+        let own_revision = meta.and_then(RequestMetaObject::protocol_version);
         if let Some(problem) = headers::version_problem(headers, own_revision.is_some()) {
             return (StatusCode::BAD_REQUEST, problem).into_response().into();
         }
         let header = headers::version(headers);
-        if let Incoming::Request { id, method, params } = &incoming
-            && let Some(meta) = &meta
-            && let Some(refusal) = revisions_refusal(header, id, method, params, meta)
+        if let Incoming::Request(request) = &incoming
+            && let Some(meta) = meta
+            && let Some(refusal) = revisions_refusal(header, request, meta)
         {
             return refusal.into();
         }
         let missing = meta
-            .as_ref()
             .map(|meta| meta.missing_required_keys(&ProtocolVersion::V_2026_07_28))
             .unwrap_or_default();
         let stateless = match &incoming {
-            Incoming::Request { method, .. } if method == "initialize" => false,
+            Incoming::Request(request) if request.method == "initialize" => false,
             // A discovery is of no session, whatever it names.
-            Incoming::Request { method, .. } if method == "server/discover" => true,
-            Incoming::Request { .. } => {
+            Incoming::Request(request) if request.method == "server/discover" => true,
+            Incoming::Request(_) => {
                 missing.is_empty()
                     || own_revision
                         .as_ref()
@@ -225,17 +218,15 @@ impl Endpoint {
         }
         match (&named.id, &named.session, incoming) {
             (Some(_), None, _) => session_not_found().into(),
-            (Some(_), Some(session), Incoming::Request { id, method, params }) => {
-                in_session(session, header, id, method, params, principal)
-                    .await
-                    .into()
+            (Some(_), Some(session), Incoming::Request(request)) => {
+                in_session(session, header, request, principal).await.into()
             }
             (Some(_), Some(session), other) => {
                 session.server.handle(other, principal).await;
                 StatusCode::ACCEPTED.into_response().into()
             }
-            (None, _, Incoming::Request { id, method, params }) if method == "initialize" => {
-                self.open_session(headers, id, params, principal).await
+            (None, _, Incoming::Request(request)) if request.method == "initialize" => {
+                self.open_session(headers, request, principal).await
             }
             (None, _, _) => session_required().into(),
         }
@@ -245,23 +236,25 @@ impl Endpoint {
     async fn open_session(
         &self,
         headers: &HeaderMap,
-        id: RequestId,
-        params: Value,
+        initialize: Request,
         principal: Option<Principal>,
     ) -> Posted {
         if headers::version(headers).is_some_and(headers::is_stateless)
             && let Err(why) = headers::check_initialize_method(headers)
         {
-            return refused(Some(id), ErrorCode(-32020), why).into();
+            return refused(Some(initialize.id), ErrorCode(-32020), why).into();
         }
-        let priming = headers::primes(params.get("protocolVersion").and_then(Value::as_str));
+        let priming = headers::primes(
+            initialize
+                .params
+                .get("protocolVersion")
+                .and_then(Value::as_str),
+        );
         let session = HttpSession::open(&self.template, &self.stop);
-        let initialize = Incoming::Request {
-            id,
-            method: "initialize".into(),
-            params,
-        };
-        let answer = session.server.handle(initialize, principal).await;
+        let answer = session
+            .server
+            .handle(Incoming::Request(initialize), principal)
+            .await;
         match answer {
             Some(answer @ JsonRpcMessage::Response(_)) => {
                 let mut first = Vec::new();
@@ -299,8 +292,8 @@ impl Endpoint {
         principal: Option<Principal>,
         meta_incomplete: bool,
     ) -> Response {
-        let (id, method, params) = match incoming {
-            Incoming::Request { id, method, params } => (id, method, params),
+        let request = match incoming {
+            Incoming::Request(request) => request,
             Incoming::Notification { .. } => return StatusCode::ACCEPTED.into_response(),
             Incoming::Response { .. } => {
                 let error = json!({"jsonrpc": "2.0", "error": {"code": -32600,
@@ -309,18 +302,21 @@ impl Endpoint {
             }
         };
         if headers::version(headers).is_some_and(headers::is_stateless) {
+            let Request {
+                id, method, params, ..
+            } = &request;
             let schema = (method == "tools/call")
                 .then(|| params.get("name").and_then(Value::as_str))
                 .flatten()
                 .and_then(|name| self.template.registry().tool_description(name))
                 .map(|tool| &*tool.input_schema);
-            if let Err(why) = headers::check_routing_headers(headers, &method, &params, schema) {
-                return refused(Some(id), ErrorCode(-32020), why);
+            if let Err(why) = headers::check_routing_headers(headers, method, params, schema) {
+                return refused(Some(id.clone()), ErrorCode(-32020), why);
             }
         }
         let (link, mut outgoing) = ClientLink::new();
         let server = self.template.session_over(link.clone());
-        let request = Incoming::Request { id, method, params };
+        let request = Incoming::Request(request);
         let mut answering = Box::pin(async move { server.handle(request, principal).await });
         let first = tokio::select! {
             biased;
@@ -427,11 +423,12 @@ impl Endpoint {
 /// needs); `None` when they agree.
 fn revisions_refusal(
     header: Option<&str>,
-    id: &RequestId,
-    method: &str,
-    params: &Value,
+    request: &Request,
     meta: &RequestMetaObject,
 ) -> Option<Response> {
+    let Request {
+        id, method, params, ..
+    } = request;
     if method == "initialize" {
         // One whose params cannot be read is answered saying so, by the dispatcher.
         let readable = serde_json::from_value::<InitializeRequestParams>(params.clone()).is_ok();
@@ -501,13 +498,12 @@ fn error_status(answer: &ServerJsonRpcMessage, meta_incomplete: bool) -> Option<
 async fn in_session(
     session: &Arc<HttpSession>,
     header: Option<&str>,
-    id: RequestId,
-    method: String,
-    params: Value,
+    request: Request,
     principal: Option<Principal>,
 ) -> Response {
-    let direct = method == "tools/call"
-        && params
+    let direct = request.method == "tools/call"
+        && request
+            .params
             .as_object()
             .is_some_and(|p| p.keys().all(|k| k == "name" || k == "arguments"))
         && header.is_none_or(|header| {
@@ -516,6 +512,7 @@ async fn in_session(
                 .agreed_revision()
                 .is_some_and(|agreed| agreed.as_str() == header)
         });
+    let id = request.id.clone();
     let Some((number, mut stream)) = session.open_request_stream(&id) else {
         let error = ErrorData::invalid_request(
             format!("invalid request: a request with the id {id} is being answered"),
@@ -527,11 +524,7 @@ async fn in_session(
         );
     };
     let server = session.server.clone();
-    let request = Incoming::Request {
-        id: id.clone(),
-        method,
-        params,
-    };
+    let request = Incoming::Request(request);
     let mut answering = Box::pin(async move { server.handle(request, principal).await });
     if direct {
         // Answered here, where the request was read: should its client go away meanwhile,
