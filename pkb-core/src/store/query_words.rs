@@ -72,3 +72,14 @@ pub(crate) fn any_words_window(shares: impl IntoIterator<Item = Share>) -> Optio
     let all_common = shares.all(|share| share != Share::Some);
     (some_word && all_common).then_some(super::RANK_WINDOW)
 }
+
+/// The IDF of a word `holding` of `notes` hold, as FTS5's `bm25()` computes it: both engines
+/// weigh an any-word search's words so.
+pub(crate) fn idf(holding: i64, notes: i64) -> f64 {
+    let total = notes.max(1) as f64;
+    // A prefix's notes are summed over its terms, which counts a note holding two of them
+    // twice; FTS5 counts the union. Capped at the number of notes.
+    let holding = holding.min(notes).max(0) as f64;
+    let idf = ((total - holding + 0.5) / (holding + 0.5)).ln();
+    if idf <= 0.0 { 1e-6 } else { idf }
+}

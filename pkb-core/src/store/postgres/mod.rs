@@ -956,36 +956,49 @@ impl NoteEngine for PgNotes {
         // Both statements within the one wait a call of one statement has.
         let rows = self
             .answered("searching", ANSWER_WAIT, async {
+                if query_words::words(&text).nth(1).is_none() {
+                    let params: [(&(dyn ToSql + Sync), Type); 4] = [
+                        (&self.owner, Type::TEXT),
+                        (&text, Type::TEXT),
+                        (&tags, Type::TEXT_ARRAY),
+                        (&results, Type::INT8),
+                    ];
+                    return self
+                        .planned_rows("searching", word_search::ANY_WORD, &params)
+                        .await;
+                }
                 // The words half the newest notes hold are left out while another is held by
-                // some, as SQLite's store leaves out those half its notes hold; a query of one
-                // word is pkb_query's. When every word is that common, only the newest matches
-                // are ranked, as in SQLite's store.
-                let (kept, window) = if query_words::words(&text).nth(1).is_some() {
-                    let shares = self.word_counts(&text, true).await?.shares();
-                    let window =
-                        query_words::any_words_window(shares.iter().map(|(_, share)| *share));
-                    let kept = query_words::kept_any_words(shares);
-                    if kept.is_empty() {
-                        return Ok(Vec::new());
-                    }
-                    (Some(kept.join(" | ")), window)
-                } else {
-                    (None, None)
-                };
+                // some, as SQLite's store leaves out those half its notes hold, and the others
+                // weighed by their IDF among the newest notes, as BM25 weighs them. When every
+                // word is that common, only the newest matches are ranked, as in SQLite's store.
+                let shares = self.word_counts(&text, true).await?.shares();
+                let window = query_words::any_words_window(shares.iter().map(|(_, share)| *share));
+                let kept = query_words::kept_any_words(shares);
+                if kept.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let any = kept
+                    .iter()
+                    .map(|word| word.query.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" | ");
+                let (words, idfs): (Vec<String>, Vec<f64>) =
+                    kept.into_iter().map(|word| (word.query, word.idf)).unzip();
                 let mut params: Vec<(&(dyn ToSql + Sync), Type)> = vec![
                     (&self.owner, Type::TEXT),
-                    (&text, Type::TEXT),
+                    (&any, Type::TEXT),
                     (&tags, Type::TEXT_ARRAY),
                     (&results, Type::INT8),
-                    (&kept, Type::TEXT),
+                    (&words, Type::TEXT_ARRAY),
+                    (&idfs, Type::FLOAT8_ARRAY),
                 ];
                 // Planned with the words, as search is.
                 let sql = match &window {
                     Some(window) => {
                         params.push((window, Type::INT8));
-                        word_search::ANY_WORD_NEWEST
+                        word_search::SOME_WORDS_NEWEST
                     }
-                    None => word_search::ANY_WORD,
+                    None => word_search::SOME_WORDS,
                 };
                 self.planned_rows("searching", sql, &params).await
             })

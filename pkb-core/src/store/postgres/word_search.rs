@@ -10,7 +10,7 @@
 //! counts leave out of an any-word search the words half the notes hold, as SQLite's store
 //! leaves them out.
 
-use crate::store::query_words::Share;
+use crate::store::query_words::{Share, idf};
 
 /// The newest matches of `$matches`, ranked with the whole query: `$1` owner, `$2` query text,
 /// `$3` tags, `$4` results, `$5` the ranking window. The matches are found as row addresses,
@@ -46,28 +46,88 @@ pub(super) const EVERY_WORD: &str = ranked!("search @@ pkb_query($2)");
 pub(super) const RARE_WORDS: &str =
     ranked!("search @@ $6::tsquery AND ts_match_vq(search, pkb_query($2))");
 
-/// Hybrid's word ranking: the notes of `$1` tagged `$3` that hold any word, ranked, the best
-/// `$4`. The words are `$5` (a tsquery of those kept), or every word of `$2`.
-pub(super) const ANY_WORD: &str = "WITH q AS (SELECT COALESCE($5::tsquery,
-         replace(pkb_query($2)::text, ' & ', ' | ')::tsquery) AS any)
+/// The field weights of hybrid's word ranking (body, tags, title): what SQLite's BM25 gives one
+/// occurrence in each with its weights 10, 4 and 1 (k1 = 1.2: 1.96, 1.69 and 1.0). BM25
+/// saturates a word's weighted count, where `ts_rank` weighs each occurrence after saturating:
+/// with `words`' weights (0.1, 0.4, 1) a title saying a common word outranked a body saying a
+/// rare one, however rare.
+macro_rules! any_word_weights {
+    () => {
+        "'{0, 0.51, 0.86, 1}'"
+    };
+}
+
+/// Hybrid's word ranking of a query of one word (`$2`, which PostgreSQL's parser may still
+/// make several lexemes of): the notes of `$1` tagged `$3` holding any of its lexemes, ranked,
+/// the best `$4`.
+pub(super) const ANY_WORD: &str = concat!(
+    "WITH q AS (
+         SELECT replace(pkb_query($2)::text, ' & ', ' | ')::tsquery AS any)
      SELECT id, title, tags,
-         ts_rank('{0, 0.1, 0.4, 1}', search, q.any)::float8 AS score
+         ts_rank(",
+    any_word_weights!(),
+    ", search, q.any, 1)::float8 AS score
      FROM pkb_notes, q
      WHERE owner = $1 AND tags @> $3 AND search @@ q.any
-     ORDER BY score DESC, created_order DESC LIMIT $4";
+     ORDER BY score DESC, created_order DESC LIMIT $4"
+);
 
-/// [`ANY_WORD`] among the `$6` newest notes holding any word of `$5` (every word common), found
-/// as row addresses and read again whole only for the window, as [`EVERY_WORD`] reads them.
-pub(super) const ANY_WORD_NEWEST: &str = "WITH recent AS (
+/// A row's score for a query of several words: each kept word's `ts_rank` (its frequency in the
+/// note, saturating, weighted by field, divided by 1 + the log of the note's length, as BM25
+/// normalises by length) times the word's IDF, summed, as BM25 sums them. The words are `$5`
+/// (tsqueries' text) and their IDFs `$6`. `ts_rank` of the whole query ranks a note saying a
+/// common word often above one saying a rare word once.
+macro_rules! weighed_score {
+    () => {
+        concat!(
+            "(SELECT sum(weighed.idf * ts_rank(",
+            any_word_weights!(),
+            ", search, weighed.word, 1)) FROM weighed)::float8 AS score"
+        )
+    };
+}
+
+/// The words of [`weighed_score`], each read once.
+macro_rules! weighed_words {
+    () => {
+        "weighed AS MATERIALIZED (
+             SELECT word::tsquery AS word, idf FROM unnest($5::text[], $6::float8[]) AS w(word, idf)
+         )"
+    };
+}
+
+/// Hybrid's word ranking of a query of several words: the notes of `$1` tagged `$3` that hold
+/// any of the words kept (`$2`, a tsquery of them), ranked by [`weighed_score`], the best `$4`.
+pub(super) const SOME_WORDS: &str = concat!(
+    "WITH ",
+    weighed_words!(),
+    "
+     SELECT id, title, tags, ",
+    weighed_score!(),
+    "
+     FROM pkb_notes
+     WHERE owner = $1 AND tags @> $3 AND search @@ $2::tsquery
+     ORDER BY score DESC, created_order DESC LIMIT $4"
+);
+
+/// [`SOME_WORDS`] among the `$7` newest matches (every word common), found as row addresses and
+/// read again whole only for the window, as [`EVERY_WORD`] reads them.
+pub(super) const SOME_WORDS_NEWEST: &str = concat!(
+    "WITH ",
+    weighed_words!(),
+    ",
+     recent AS (
          SELECT ctid AS address FROM pkb_notes
-         WHERE owner = $1 AND tags @> $3 AND search @@ $5::tsquery
-         ORDER BY created_order DESC LIMIT $6
+         WHERE owner = $1 AND tags @> $3 AND search @@ $2::tsquery
+         ORDER BY created_order DESC LIMIT $7
      )
-     SELECT id, title, tags,
-         ts_rank('{0, 0.1, 0.4, 1}', search, $5::tsquery)::float8 AS score
+     SELECT id, title, tags, ",
+    weighed_score!(),
+    "
      FROM pkb_notes
      WHERE ctid = ANY (ARRAY(SELECT address FROM recent)) AND owner = $1
-     ORDER BY score DESC, created_order DESC LIMIT $4";
+     ORDER BY score DESC, created_order DESC LIMIT $4"
+);
 
 /// How many of the user's newest notes are counted for each word of the query.
 pub(super) const SAMPLED: i64 = 256;
@@ -102,6 +162,16 @@ pub(super) struct WordCount {
     pub(super) held_anywhere: bool,
 }
 
+/// A word of an any-word search, with its weight.
+#[derive(Debug, PartialEq)]
+pub(super) struct Weighed {
+    /// The word as a tsquery's text.
+    pub(super) query: String,
+    /// Its IDF, as BM25's, among the notes counted: a sample of the newest, whose rare words
+    /// all get the IDF of a word in half a note of them.
+    pub(super) idf: f64,
+}
+
 /// A query's words and how many of the user's newest notes were counted for them.
 pub(super) struct WordCounts {
     pub(super) words: Vec<WordCount>,
@@ -133,10 +203,10 @@ impl WordCounts {
         Some(queries.join(" & "))
     }
 
-    /// Each word with its [`Share`], for [`kept_any_words`](
-    /// crate::store::query_words::kept_any_words): half when half the counted newest notes
-    /// hold it.
-    pub(super) fn shares(self) -> Vec<(String, Share)> {
+    /// Each word with its IDF among the counted notes and its [`Share`], for
+    /// [`kept_any_words`](crate::store::query_words::kept_any_words): half when half the
+    /// counted newest notes hold it.
+    pub(super) fn shares(self) -> Vec<(Weighed, Share)> {
         let counted = self.counted;
         self.words
             .into_iter()
@@ -148,7 +218,11 @@ impl WordCounts {
                 } else {
                     Share::None
                 };
-                (word.query, share)
+                let weighed = Weighed {
+                    idf: idf(word.newest_holding, counted),
+                    query: word.query,
+                };
+                (weighed, share)
             })
             .collect()
     }
@@ -265,6 +339,20 @@ mod tests {
     }
 
     #[test]
+    fn the_fewer_counted_notes_hold_a_word_the_more_it_weighs() {
+        let counts = words(
+            &[("'a':*", 100, true), ("'b':*", 3, true), ("'c':*", 0, true)],
+            256,
+        );
+        let weights: Vec<f64> = counts.shares().iter().map(|(word, _)| word.idf).collect();
+        assert!(
+            weights[0] < weights[1] && weights[1] < weights[2],
+            "{weights:?}"
+        );
+        assert_eq!(weights[2], idf(0, 256));
+    }
+
+    #[test]
     fn a_word_half_the_counted_notes_hold_has_half_the_share() {
         let counts = words(
             &[
@@ -275,8 +363,13 @@ mod tests {
             ],
             256,
         );
+        let shares: Vec<(String, Share)> = counts
+            .shares()
+            .into_iter()
+            .map(|(word, share)| (word.query, share))
+            .collect();
         assert_eq!(
-            counts.shares(),
+            shares,
             [
                 ("'the':*".to_owned(), Share::Half),
                 ("'of':*".to_owned(), Share::Some),
@@ -284,9 +377,6 @@ mod tests {
                 ("'zebra':*".to_owned(), Share::None),
             ]
         );
-        assert_eq!(
-            words(&[("'a':*", 0, false)], 0).shares(),
-            [("'a':*".to_owned(), Share::None)]
-        );
+        assert_eq!(words(&[("'a':*", 0, false)], 0).shares()[0].1, Share::None);
     }
 }

@@ -1378,6 +1378,31 @@ on_both_backends! {
     }
 }
 
+on_both_backends! {
+    async fn the_any_word_search_weighs_a_rare_word_above_a_common_one_said_often() {
+        // As BM25 weighs them: a word few notes hold tells more of a note than a word many
+        // notes hold, however often the note says the latter.
+        let store = empty().await;
+        let mut drafts: Vec<NoteDraft> = (0..40)
+            .map(|k| {
+                let body = if k % 3 == 0 { "a routine note on pumps" } else { "a routine note" };
+                draft(&format!("n{k:02}"), &format!("Note {k}"), &[], body)
+            })
+            .collect();
+        drafts.push(draft(
+            "often",
+            "Pumps",
+            &["pumps"],
+            "Pumps, pumps and more pumps: the pumps of the pumps room.",
+        ));
+        drafts.push(draft("once", "Plant", &[], "The hall also holds a turbine."));
+        store.put_many(drafts, PutMode::CreateOnly).await.unwrap();
+        let hits = store.engine.search_any_words("pumps turbine", &[], 10).await.unwrap();
+        let found: Vec<&str> = hits.iter().map(|hit| hit.id.as_str()).collect();
+        assert_eq!(found[..2], ["once", "often"], "{found:?}");
+    }
+}
+
 mod history;
 mod links;
 #[cfg(feature = "meaning")]

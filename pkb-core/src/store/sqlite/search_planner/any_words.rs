@@ -8,9 +8,9 @@
 
 use rusqlite::Connection;
 
-use super::scoring::{average_length, idf};
+use super::scoring::average_length;
 use super::{Fts5Terms, StoreSize};
-use crate::store::query_words::{Share, any_words_window, folded_words, kept_any_words};
+use crate::store::query_words::{Share, any_words_window, folded_words, idf, kept_any_words};
 use crate::store::sqlite::terms;
 
 /// One query word: its FTS5 phrases, and how many notes hold one of them (summed over them).

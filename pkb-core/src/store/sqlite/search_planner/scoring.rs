@@ -2,6 +2,7 @@
 //! its weighted count summed over its terms.
 
 use super::*;
+use crate::store::query_words::idf;
 
 /// BM25's term-frequency saturation and length normalisation, as FTS5's `bm25()` has them.
 pub(super) const K1: f64 = 1.2;
@@ -75,16 +76,6 @@ impl Scorer {
 /// Each word's IDF as FTS5's `bm25()` computes it, from the notes holding the word.
 pub(super) fn idfs(words: &[Word], notes: i64) -> Vec<f64> {
     words.iter().map(|w| idf(w.notes, notes)).collect()
-}
-
-/// The IDF of a word `holding` of the store's `notes` hold, as FTS5's `bm25()` computes it.
-pub(super) fn idf(holding: i64, notes: i64) -> f64 {
-    let total = notes.max(1) as f64;
-    // A prefix's notes are summed over its terms, which counts a note holding two of them
-    // twice; FTS5 counts the union. Capped at the number of notes.
-    let holding = holding.min(notes).max(0) as f64;
-    let idf = ((total - holding + 0.5) / (holding + 0.5)).ln();
-    if idf <= 0.0 { 1e-6 } else { idf }
 }
 
 /// Tokens per note.
