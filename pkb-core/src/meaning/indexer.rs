@@ -81,6 +81,8 @@ impl VectorIndexer {
 
     async fn run(self: Arc<Self>, engine: Weak<dyn NoteEngine>) {
         let model = super::model_id();
+        // Read once: the standard library learns it from the cgroup's files.
+        let in_flight = at_once() + 1;
         // Notes read but not yet started, and those started (embedded, then kept).
         let mut waiting: VecDeque<Note> = VecDeque::new();
         let mut started: HashSet<String> = HashSet::new();
@@ -89,7 +91,7 @@ impl VectorIndexer {
             // One note more than there are CPUs: while a note's vectors are being kept, the
             // encoder's threads already work on the next (with as many as CPUs, a CPU idled
             // through each write and at the end of each batch: 8% of the indexing time).
-            while working.len() < at_once() + 1 {
+            while working.len() < in_flight {
                 if waiting.is_empty() {
                     // Held for one read only, so that a store no one uses any more is dropped.
                     let Some(store) = engine.upgrade() else {
